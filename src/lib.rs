@@ -1,0 +1,7 @@
+//! podlife: certifies how a Kubernetes node runs pods through their lifecycle. The crate root
+//! wires the layers: `suite` (data) → `observe` (streams → `Timeline`) → `judge` (pure verdicts)
+//! → `run` (cluster I/O) → `report` (files).
+
+pub mod cli;
+pub mod suite;
+pub mod util;

@@ -1,0 +1,5 @@
+//! The `podlife` binary: hands over to `podlife::cli::main`.
+
+fn main() -> std::process::ExitCode {
+    podlife::cli::main()
+}

@@ -1,0 +1,627 @@
+//! Loading and validating suites (`load_suites` → `Suite`/`LoadedCase`, or a list of `Diag`):
+//! everything is checked offline, and every problem is reported as `file:line:col: path: message`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::model::*;
+use super::types::InstanceSel;
+
+/// Images every suite may use as `${image.NAME}` without declaring them.
+pub const BUILTIN_IMAGES: &[(&str, &str)] = &[("busybox", "busybox:1.36")];
+
+/// One validation problem, printed as `file:line:col: path: message`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Diag {
+    pub file: String,
+    pub line: u64,
+    pub col: u64,
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for Diag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if self.line > 0 {
+            write!(f, ":{}:{}", self.line, self.col.max(1))?;
+        }
+        if !self.path.is_empty() {
+            write!(f, ": {}", self.path)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// A container of the pod manifest.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ContainerInfo {
+    pub name: String,
+    pub kind: ContainerKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ContainerKind {
+    Init,
+    /// An init container with `restartPolicy: Always` (native sidecar).
+    Sidecar,
+    Regular,
+}
+
+/// A validated case, ready to run or judge.
+#[derive(Clone, Debug)]
+pub struct LoadedCase {
+    pub suite: String,
+    pub spec: Case,
+    /// The pod manifest with `${image.*}` templates still in place (see `render_pod`).
+    pub pod: serde_json::Value,
+    pub manifest_path: Option<PathBuf>,
+    pub containers: Vec<ContainerInfo>,
+    /// Suite-declared images (`defaults.images`) over the built-in ones.
+    pub images: BTreeMap<String, String>,
+    pub min_server_version: Option<(u32, u32)>,
+    pub timeout: std::time::Duration,
+    pub wait_timeout: std::time::Duration,
+    pub tags: Vec<String>,
+}
+
+impl LoadedCase {
+    pub fn name(&self) -> &str {
+        &self.spec.name.value
+    }
+
+    /// `suite::case`, the name filters and reports use.
+    pub fn full_name(&self) -> String {
+        format!("{}::{}", self.suite, self.spec.name.value)
+    }
+
+    /// The images this case needs after overrides (`name → reference`).
+    pub fn images_used(&self, overrides: &BTreeMap<String, String>) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        collect_images(&self.render_pod(overrides), &mut out);
+        out
+    }
+
+    /// The pod manifest with `${image.NAME}` replaced (overrides win over suite and built-ins).
+    pub fn render_pod(&self, overrides: &BTreeMap<String, String>) -> serde_json::Value {
+        let mut images = self.images.clone();
+        images.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut pod = self.pod.clone();
+        substitute(&mut pod, &images);
+        pod
+    }
+}
+
+fn collect_images(pod: &serde_json::Value, out: &mut BTreeSet<String>) {
+    for key in ["initContainers", "containers", "ephemeralContainers"] {
+        if let Some(list) = pod.pointer(&format!("/spec/{key}")).and_then(|v| v.as_array()) {
+            for c in list {
+                if let Some(img) = c.get("image").and_then(|v| v.as_str()) {
+                    out.insert(img.to_string());
+                }
+            }
+        }
+    }
+}
+
+fn substitute(v: &mut serde_json::Value, images: &BTreeMap<String, String>) {
+    match v {
+        serde_json::Value::String(s) if s.contains("${image.") => {
+            let mut out = s.clone();
+            for (k, img) in images {
+                out = out.replace(&format!("${{image.{k}}}"), img);
+            }
+            *s = out;
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, images)),
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| substitute(x, images)),
+        _ => {}
+    }
+}
+
+/// A loaded suite file.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    pub path: PathBuf,
+    pub file: SuiteFile,
+    pub cases: Vec<LoadedCase>,
+}
+
+impl Suite {
+    pub fn name(&self) -> &str {
+        &self.file.name.value
+    }
+}
+
+/// Finds suite files: each PATH is a file or a directory searched recursively for `*.yaml`/`*.yml`.
+pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
+    let mut files = vec![];
+    let mut errors = vec![];
+    for p in paths {
+        if p.is_dir() {
+            let mut found = vec![];
+            walk(p, &mut found);
+            found.sort();
+            files.extend(found);
+        } else if p.is_file() {
+            files.push(p.clone());
+        } else {
+            errors.push(Diag {
+                file: p.display().to_string(),
+                line: 0,
+                col: 0,
+                path: String::new(),
+                message: "no such file or directory".into(),
+            });
+        }
+    }
+    if errors.is_empty() { Ok(files) } else { Err(errors) }
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
+            out.push(p);
+        }
+    }
+}
+
+/// Loads and validates suites. Returns every problem found, across all files.
+pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
+    let files = discover(paths)?;
+    let mut suites = vec![];
+    let mut errors = vec![];
+    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    for f in files {
+        match load_suite_file(&f) {
+            Ok(s) => {
+                let label = f.display().to_string();
+                if let Some(prev) = names.insert(s.name().to_string(), label.clone()) {
+                    errors.push(Diag {
+                        file: label,
+                        line: s.file.name.line,
+                        col: s.file.name.col,
+                        path: "name".into(),
+                        message: format!("duplicate suite name `{}` (also in {prev})", s.name()),
+                    });
+                }
+                suites.push(s);
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(suites)
+    } else {
+        errors.sort();
+        errors.dedup();
+        Err(errors)
+    }
+}
+
+/// Parses YAML into `T`, reporting `file:line:col: path: message` on failure.
+pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, Diag> {
+    let mut path = String::new();
+    let res = serde_saphyr::with_deserializer_from_str(text, |de| match serde_path_to_error::deserialize::<_, T>(de) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            path = render_path(e.path());
+            Err(e.into_inner())
+        }
+    });
+    res.map_err(|e| {
+        let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
+        Diag { file: file.to_string(), line, col, path, message: saphyr_message(&e) }
+    })
+}
+
+fn render_path(p: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in p.iter() {
+        match seg {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+/// The error message alone, on one line, without the snippet or location serde-saphyr adds.
+fn saphyr_message(e: &serde_saphyr::Error) -> String {
+    let plain = e.without_snippet().to_string();
+    let first = plain.lines().next().unwrap_or("").trim();
+    // serde-saphyr appends " at line X column Y"; we print the location ourselves.
+    let msg = match first.rfind(" at line ") {
+        Some(i) => &first[..i],
+        None => first,
+    };
+    let msg = msg.trim_start_matches("error: ").trim();
+    if msg.is_empty() { "invalid YAML".to_string() } else { msg.to_string() }
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    errors: Vec<Diag>,
+}
+
+impl Ctx<'_> {
+    fn err<T>(&mut self, at: &Loc<T>, path: impl Into<String>, message: impl Into<String>) {
+        self.errors.push(Diag {
+            file: self.file.to_string(),
+            line: at.line,
+            col: at.col,
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+}
+
+/// Loads one suite file and validates it.
+pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        vec![Diag { file: file.clone(), line: 0, col: 0, path: String::new(), message: format!("cannot read: {e}") }]
+    })?;
+    let suite: SuiteFile = parse_yaml(&text, &file).map_err(|d| vec![d])?;
+    let mut ctx = Ctx { file: &file, errors: vec![] };
+    check_name(&mut ctx, &suite.name, "name");
+
+    let mut images: BTreeMap<String, String> =
+        BUILTIN_IMAGES.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    images.extend(suite.defaults.images.clone());
+    let timeout = suite.defaults.timeout.map(|d| d.0).unwrap_or(std::time::Duration::from_secs(120));
+    let wait_timeout = suite.defaults.wait_timeout.map(|d| d.0).unwrap_or(std::time::Duration::from_secs(60));
+
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut cases = vec![];
+    let base = path.parent().unwrap_or(Path::new("."));
+    for (i, case) in suite.cases.iter().enumerate() {
+        let p = format!("cases[{i}]");
+        check_name(&mut ctx, &case.name, &format!("{p}.name"));
+        if let Some(line) = seen.insert(case.name.value.clone(), case.name.line) {
+            ctx.err(&case.name, format!("{p}.name"), format!("duplicate case name `{}` (first at line {line})", case.name.value));
+        }
+        if let Some(c) = load_case(&mut ctx, base, &suite, case, &p, &images, timeout, wait_timeout) {
+            cases.push(c);
+        }
+    }
+    if suite.cases.is_empty() {
+        ctx.err(&suite.name, "cases", "a suite needs at least one case");
+    }
+    if ctx.errors.is_empty() {
+        Ok(Suite { path: path.to_path_buf(), file: suite, cases })
+    } else {
+        Err(ctx.errors)
+    }
+}
+
+fn check_name(ctx: &mut Ctx, name: &Loc<String>, path: &str) {
+    let n = &name.value;
+    let ok = !n.is_empty()
+        && n.len() <= 40
+        && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !n.starts_with('-')
+        && !n.ends_with('-');
+    if !ok {
+        ctx.err(name, path, format!("invalid name \"{n}\": use 1-40 characters of a-z, 0-9 and `-` (it becomes part of a namespace name)"));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn load_case(
+    ctx: &mut Ctx,
+    base: &Path,
+    suite: &SuiteFile,
+    case: &Case,
+    p: &str,
+    images: &BTreeMap<String, String>,
+    timeout: std::time::Duration,
+    wait_timeout: std::time::Duration,
+) -> Option<LoadedCase> {
+    let errors_before = ctx.errors.len();
+    let (pod, manifest_path) = match (&case.manifest, &case.pod) {
+        (Some(_), Some(pod)) => {
+            ctx.err(pod, format!("{p}.pod"), "give either `manifest` or `pod`, not both");
+            return None;
+        }
+        (None, None) => {
+            ctx.err(&case.name, p.to_string(), "missing `manifest` (a path under manifests/) or inline `pod`");
+            return None;
+        }
+        (Some(m), None) => match load_manifest(base, m) {
+            Ok((v, path)) => (v, Some(path)),
+            Err(msg) => {
+                ctx.err(m, format!("{p}.manifest"), msg);
+                return None;
+            }
+        },
+        (None, Some(pod)) => (pod.value.clone(), None),
+    };
+    let at: Loc<()> = match (&case.manifest, &case.pod) {
+        (Some(m), _) => Loc { value: (), line: m.line, col: m.col },
+        (_, Some(pod)) => Loc { value: (), line: pod.line, col: pod.col },
+        _ => Loc::new(()),
+    };
+    let field = if case.manifest.is_some() { "manifest" } else { "pod" };
+    let containers = match check_pod(&pod, images) {
+        Ok(c) => c,
+        Err(msg) => {
+            let where_ = manifest_path.as_ref().map(|m| format!("{}: ", m.display())).unwrap_or_default();
+            ctx.err(&at, format!("{p}.{field}"), format!("{where_}{msg}"));
+            return None;
+        }
+    };
+
+    let min_server_version = case.min_server_version.as_ref().and_then(|v| match parse_version(v) {
+        Some(x) => Some(x),
+        None => {
+            ctx.err(v, format!("{p}.minServerVersion"), format!("invalid version \"{}\": use MAJOR.MINOR, e.g. \"1.29\"", v.value));
+            None
+        }
+    });
+
+    let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    let mut refs = Refs { ctx, containers: &names, marks: &case.marks, all: &containers };
+    for (name, m) in &case.marks {
+        refs.mark(m, &format!("{p}.marks.{name}"));
+    }
+    for (i, s) in case.steps.iter().enumerate() {
+        let sp = format!("{p}.steps[{i}]");
+        match s {
+            Step::WaitFor(w) => refs.mark_ref(&w.until, &format!("{sp}.waitFor.until")),
+            Step::Delete(d) => {
+                if let Some(g) = d.grace_period_seconds
+                    && g < 0
+                {
+                    refs.ctx.err(&case.name, format!("{sp}.delete.gracePeriodSeconds"), format!("must be 0 or more, got {g}"));
+                }
+            }
+            Step::Sleep(_) => {}
+        }
+    }
+    for (i, e) in case.expect.iter().enumerate() {
+        refs.expectation(e, &format!("{p}.expect[{i}]"), &case.name);
+    }
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    let mut tags = suite.tags.clone();
+    tags.extend(case.tags.iter().cloned());
+    Some(LoadedCase {
+        suite: suite.name.value.clone(),
+        spec: case.clone(),
+        pod,
+        manifest_path,
+        containers,
+        images: images.clone(),
+        min_server_version,
+        timeout: case.timeout.map(|d| d.0).unwrap_or(timeout),
+        wait_timeout,
+        tags,
+    })
+}
+
+/// Parses `1.29`, `v1.29`, `1.29.3` into (major, minor).
+pub fn parse_version(v: &str) -> Option<(u32, u32)> {
+    let v = v.trim().trim_start_matches('v');
+    let mut it = v.split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor_raw = it.next()?;
+    // Server minors can carry a `+` (e.g. `32+` on managed clusters).
+    let minor = minor_raw.trim_end_matches('+').parse().ok()?;
+    Some((major, minor))
+}
+
+/// Resolves a manifest path against the suite's directory and its ancestors.
+fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, PathBuf), String> {
+    let rel = Path::new(&m.value);
+    let found = if rel.is_absolute() {
+        rel.exists().then(|| rel.to_path_buf())
+    } else {
+        base.ancestors().map(|d| d.join(rel)).find(|p| p.is_file())
+    };
+    let Some(path) = found else {
+        return Err(format!("manifest `{}` not found (searched from {} upwards)", m.value, base.display()));
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read manifest `{}`: {e}", path.display()))?;
+    let value: serde_json::Value = parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
+    Ok((value, path))
+}
+
+/// Checks that the value is a v1 Pod, that its `${...}` templates are known images, and returns
+/// its containers.
+fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Result<Vec<ContainerInfo>, String> {
+    let obj = pod.as_object().ok_or("manifest is not a mapping")?;
+    let api = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
+    let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
+    if api != "v1" || kind != "Pod" {
+        return Err(format!("expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`"));
+    }
+    let mut unknown = BTreeSet::new();
+    find_templates(pod, images, &mut unknown);
+    if let Some(t) = unknown.into_iter().next() {
+        return Err(format!(
+            "unknown template `${{{t}}}` (known: {})",
+            images.keys().map(|k| format!("${{image.{k}}}")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut rendered = pod.clone();
+    substitute(&mut rendered, images);
+    let typed: k8s_openapi::api::core::v1::Pod =
+        serde_json::from_value(rendered).map_err(|e| format!("not a valid v1 Pod: {e}"))?;
+    let spec = typed.spec.ok_or("the Pod has no spec")?;
+    if spec.containers.is_empty() {
+        return Err("the Pod has no containers".into());
+    }
+    let mut out = vec![];
+    for c in spec.init_containers.unwrap_or_default() {
+        let kind = if c.restart_policy.as_deref() == Some("Always") { ContainerKind::Sidecar } else { ContainerKind::Init };
+        out.push(ContainerInfo { name: c.name, kind });
+    }
+    for c in spec.containers {
+        out.push(ContainerInfo { name: c.name, kind: ContainerKind::Regular });
+    }
+    let mut names = BTreeSet::new();
+    for c in &out {
+        if !names.insert(c.name.clone()) {
+            return Err(format!("container name `{}` used twice", c.name));
+        }
+        if c.name.is_empty() {
+            return Err("a container has no name".into());
+        }
+    }
+    Ok(out)
+}
+
+fn find_templates(v: &serde_json::Value, images: &BTreeMap<String, String>, unknown: &mut BTreeSet<String>) {
+    match v {
+        serde_json::Value::String(s) => {
+            let mut rest = s.as_str();
+            while let Some(i) = rest.find("${") {
+                let after = &rest[i + 2..];
+                let Some(end) = after.find('}') else { break };
+                let name = &after[..end];
+                let known = name.strip_prefix("image.").is_some_and(|n| images.contains_key(n));
+                if !known {
+                    unknown.insert(name.to_string());
+                }
+                rest = &after[end + 1..];
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| find_templates(x, images, unknown)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| find_templates(x, images, unknown)),
+        _ => {}
+    }
+}
+
+struct Refs<'a, 'b> {
+    ctx: &'a mut Ctx<'b>,
+    containers: &'a BTreeSet<&'a str>,
+    all: &'a [ContainerInfo],
+    marks: &'a BTreeMap<String, MarkSpec>,
+}
+
+impl Refs<'_, '_> {
+    fn container(&mut self, c: &Loc<String>, path: &str) {
+        if !self.containers.contains(c.value.as_str()) {
+            let known = self.all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+            self.ctx.err(c, path, format!("unknown container `{}` (the pod has: {known})", c.value));
+        }
+    }
+
+    fn mark_ref(&mut self, m: &MarkRef, path: &str) {
+        match m {
+            MarkRef::Named(n) => {
+                if !self.marks.contains_key(&n.value) {
+                    let known: Vec<&str> = self.marks.keys().map(String::as_str).collect();
+                    let hint = if known.is_empty() { "no marks are defined".to_string() } else { format!("defined: {}", known.join(", ")) };
+                    self.ctx.err(n, path, format!("undefined mark `{}` ({hint})", n.value));
+                }
+            }
+            MarkRef::Inline(spec) => self.mark(spec, path),
+        }
+    }
+
+    fn mark(&mut self, m: &MarkSpec, path: &str) {
+        match m {
+            MarkSpec::ContainerStarted(c) | MarkSpec::ContainerTerminated(c) | MarkSpec::FirstLogLine(c) | MarkSpec::LastLogLine(c) => {
+                self.container(&c.container, &format!("{path}.container"))
+            }
+            MarkSpec::ContainerSeen(c) => self.container(&c.container, &format!("{path}.container")),
+            MarkSpec::Restarts(r) => self.container(&r.container, &format!("{path}.container")),
+            MarkSpec::Log(l) => self.container(&l.container, &format!("{path}.container")),
+            MarkSpec::Event(e) => {
+                if let Some(c) = &e.container {
+                    self.container(c, &format!("{path}.container"))
+                }
+            }
+            MarkSpec::Phase(_) | MarkSpec::Condition(_) | MarkSpec::PodGone | MarkSpec::Action(_) => {}
+        }
+    }
+
+    fn expectation(&mut self, e: &Expectation, path: &str, case_name: &Loc<String>) {
+        match e {
+            Expectation::Phase(_) => {}
+            Expectation::Phases(list) => {
+                if list.is_empty() {
+                    self.ctx.err(case_name, format!("{path}.phases"), "the phase sequence is empty");
+                }
+            }
+            Expectation::Container(c) => {
+                self.container(&c.name, &format!("{path}.container.name"));
+                if c.never_started && (c.exit_code.is_some() || c.state.is_some()) {
+                    self.ctx.err(&c.name, format!("{path}.container.neverStarted"), "neverStarted contradicts state/exitCode");
+                }
+                if matches!(c.instance, InstanceSel::Any) {
+                    self.ctx.err(&c.name, format!("{path}.container.instance"), "a final state needs one instance: a number, `first` or `last`");
+                }
+            }
+            Expectation::Condition(c) => {
+                if c.sequence.is_none() && c.last.is_none() && c.never.is_none() {
+                    self.ctx.err(case_name, format!("{path}.condition"), format!("condition `{}` needs `sequence`, `last` or `never`", c.r#type));
+                }
+            }
+            Expectation::Order(list) => {
+                if list.len() < 2 {
+                    self.ctx.err(case_name, format!("{path}.order"), "an order needs at least two marks");
+                }
+                for (i, m) in list.iter().enumerate() {
+                    self.mark_ref(m, &format!("{path}.order[{i}]"));
+                }
+            }
+            Expectation::Gap(g) => {
+                self.mark_ref(&g.from, &format!("{path}.gap.from"));
+                self.mark_ref(&g.to, &format!("{path}.gap.to"));
+                let has_target = g.target.is_some();
+                let has_bounds = g.min.is_some() || g.max.is_some();
+                if !has_target && !has_bounds {
+                    self.ctx.err(case_name, format!("{path}.gap"), "a gap needs `target` (± `tolerance`) or `min`/`max`");
+                } else if g.tolerance.is_some() && !has_target {
+                    self.ctx.err(case_name, format!("{path}.gap.tolerance"), "`tolerance` needs `target`");
+                } else if let (Some(lo), Some(hi)) = (g.min, g.max)
+                    && lo > hi
+                {
+                    self.ctx.err(case_name, format!("{path}.gap"), format!("min {lo} is greater than max {hi}"));
+                }
+            }
+            Expectation::Event(ev) => {
+                if let Some(c) = &ev.container {
+                    self.container(c, &format!("{path}.event.container"));
+                }
+            }
+            Expectation::Log(l) => self.container(&l.container, &format!("{path}.log.container")),
+            Expectation::Backoff(b) => {
+                self.container(&b.container, &format!("{path}.backoff.container"));
+                match (b.intervals.is_empty(), &b.doubling) {
+                    (true, None) => self.ctx.err(&b.container, format!("{path}.backoff"), "a backoff needs `intervals` or `doubling`"),
+                    (false, Some(_)) => self.ctx.err(&b.container, format!("{path}.backoff"), "give `intervals` or `doubling`, not both"),
+                    _ => {}
+                }
+                if let Some(d) = &b.doubling
+                    && !(d.factor.is_finite() && d.factor >= 1.0)
+                {
+                    self.ctx.err(&b.container, format!("{path}.backoff.doubling.factor"), format!("factor must be at least 1, got {}", d.factor));
+                }
+            }
+            Expectation::Never(n) => {
+                self.mark_ref(&n.mark, &format!("{path}.never.mark"));
+                if let Some(b) = &n.before {
+                    self.mark_ref(b, &format!("{path}.never.before"));
+                }
+            }
+        }
+    }
+}

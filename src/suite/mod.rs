@@ -1,0 +1,8 @@
+//! The suite format (`SuiteFile`) and its loader: pure data, no cluster access.
+
+pub mod load;
+pub mod model;
+pub mod types;
+
+pub use load::{ContainerInfo, ContainerKind, Diag, LoadedCase, Suite, load_suites};
+pub use model::*;

@@ -1,0 +1,658 @@
+//! The suite format v1 as Rust types (`SuiteFile`, `Case`, `Step`, `MarkSpec`, `Expectation`):
+//! pure data, deserialized from YAML with unknown fields denied.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::types::{Count, Dur, InstanceSel, Occurrence, Pattern};
+
+/// A value with the YAML line and column it was read from (1-based; 0 when unknown).
+#[derive(Clone, Debug)]
+pub struct Loc<T> {
+    pub value: T,
+    pub line: u64,
+    pub col: u64,
+}
+
+impl<T> Loc<T> {
+    pub fn new(value: T) -> Self {
+        Loc { value, line: 0, col: 0 }
+    }
+}
+
+impl<T> std::ops::Deref for Loc<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: fmt::Display> fmt::Display for Loc<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.value.fmt(f)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loc<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = serde_saphyr::Spanned::<T>::deserialize(d)?;
+        Ok(Loc { value: s.value, line: s.referenced.line(), col: s.referenced.column() })
+    }
+}
+
+impl<T: Serialize> Serialize for Loc<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(s)
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Loc<T> {
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        T::json_schema(g)
+    }
+}
+
+/// One suite file.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(title = "podlife suite (format v1)")]
+pub struct SuiteFile {
+    /// Suite name; test names are `suite::case`.
+    pub name: Loc<String>,
+    /// What the suite certifies.
+    #[serde(default)]
+    pub description: String,
+    /// Tags for filtering and reports (e.g. an area such as `termination`).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Defaults for every case.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// The cases.
+    pub cases: Vec<Case>,
+}
+
+/// Suite-wide defaults.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Defaults {
+    /// Case timeout (default 120s): the whole case, steps and observation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Default `waitFor` timeout (default 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_timeout: Option<Dur>,
+    /// Image templates: `busybox: busybox:1.36` makes `${image.busybox}` usable in manifests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, String>,
+}
+
+/// One test case: one pod in its own namespace.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Case {
+    /// Unique within the suite; `[a-z0-9-]`, it becomes part of the namespace name.
+    pub name: Loc<String>,
+    /// One line saying what behaviour the case certifies.
+    #[serde(default)]
+    pub description: String,
+    /// Where the behaviour is documented (Kubernetes docs page or KEP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// Extra tags.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// Path of the pod manifest, relative to the project root (e.g. `manifests/x.yaml`) or the suite file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manifest: Option<Loc<String>>,
+    /// The pod manifest inline, instead of `manifest`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Loc<serde_json::Value>>,
+    /// Skip (report ignored) on servers older than this, e.g. `"1.29"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_server_version: Option<Loc<String>>,
+    /// Case timeout (overrides the suite default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Actions after the implicit `apply`, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Step>,
+    /// Named points in time that steps and expectations refer to.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub marks: BTreeMap<String, MarkSpec>,
+    /// What must hold on the observed timeline.
+    #[serde(default)]
+    pub expect: Vec<Expectation>,
+}
+
+/// A step the runner performs. The pod is applied first (implicit).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Step {
+    /// Wait until a mark occurs (a mark name, or an inline mark).
+    WaitFor(WaitFor),
+    /// Delete the pod, optionally overriding the grace period.
+    Delete(DeleteStep),
+    /// Wait a fixed time.
+    Sleep(Dur),
+}
+
+/// `waitFor: {until: <mark>, timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WaitFor {
+    /// The mark to wait for.
+    pub until: MarkRef,
+    /// How long to wait (default: the suite's `defaults.waitTimeout`, else 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// `delete: {gracePeriodSeconds: 2}` (`delete: {}` uses the pod's own grace).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteStep {
+    /// Grace period override sent with the DELETE request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_period_seconds: Option<i64>,
+}
+
+/// A reference to a mark: the name of one in `marks`, or a mark written inline.
+#[derive(Clone, Debug)]
+pub enum MarkRef {
+    Named(Loc<String>),
+    Inline(Box<MarkSpec>),
+}
+
+impl MarkRef {
+    pub fn label(&self) -> String {
+        match self {
+            MarkRef::Named(n) => format!("`{}`", n.value),
+            MarkRef::Inline(m) => m.to_string(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MarkRef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // A string is a name; a mapping is an inline mark. Hand-written so a bad inline mark
+        // reports its own error rather than serde's "did not match any variant".
+        let v = serde_saphyr::Spanned::<MarkRefRaw>::deserialize(d)?;
+        let (line, col) = (v.referenced.line(), v.referenced.column());
+        Ok(match v.value {
+            MarkRefRaw::Named(s) => MarkRef::Named(Loc { value: s, line, col }),
+            MarkRefRaw::Inline(m) => MarkRef::Inline(m),
+        })
+    }
+}
+
+enum MarkRefRaw {
+    Named(String),
+    Inline(Box<MarkSpec>),
+}
+
+impl<'de> Deserialize<'de> for MarkRefRaw {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MarkRefRaw;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a mark name or an inline mark such as `{phase: Running}`")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<MarkRefRaw, E> {
+                Ok(MarkRefRaw::Named(s.to_string()))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<MarkRefRaw, A::Error> {
+                MarkSpec::deserialize(de::value::MapAccessDeserializer::new(map)).map(|m| MarkRefRaw::Inline(Box::new(m)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for MarkRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            MarkRef::Named(n) => s.serialize_str(n),
+            MarkRef::Inline(m) => m.serialize(s),
+        }
+    }
+}
+
+impl JsonSchema for MarkRef {
+    fn schema_name() -> Cow<'static, str> {
+        "MarkRef".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let inline = g.subschema_for::<MarkSpec>();
+        json_schema!({
+            "description": "A mark name (a key of `marks`) or an inline mark.",
+            "anyOf": [{"type": "string"}, inline]
+        })
+    }
+}
+
+/// A point in time on the observed timeline.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum MarkSpec {
+    /// A container instance's `startedAt` from status (1 s precision, node clock).
+    ContainerStarted(ContainerInstanceRef),
+    /// A container instance's `finishedAt` from status (1 s precision, node clock).
+    ContainerTerminated(ContainerInstanceRef),
+    /// The first pod watch event showing the instance in a state (harness receive time).
+    ContainerSeen(ContainerSeen),
+    /// The restartCount of a container reaching a value (harness receive time).
+    Restarts(RestartsMark),
+    /// A log line matching a regex (CRI timestamp, ns precision, node clock).
+    Log(LogMark),
+    /// First log line of a container instance.
+    FirstLogLine(ContainerInstanceRef),
+    /// Last log line of a container instance (approximates its exit or kill).
+    LastLogLine(ContainerInstanceRef),
+    /// An occurrence of a kubelet/scheduler event (receive time; `count` repetitions count).
+    Event(EventMark),
+    /// The pod first observed in a phase (harness receive time).
+    Phase(PodPhase),
+    /// A pod condition first observed with a status (harness receive time).
+    Condition(ConditionMark),
+    /// The pod's DELETED watch event (harness receive time).
+    PodGone,
+    /// One of podlife's own actions (harness clock).
+    Action(ActionMark),
+}
+
+impl fmt::Display for MarkSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MarkSpec::ContainerStarted(c) => write!(f, "{}{} started", c.container, c.instance),
+            MarkSpec::ContainerTerminated(c) => write!(f, "{}{} terminated", c.container, c.instance),
+            MarkSpec::ContainerSeen(c) => write!(f, "{}{} seen {}", c.container, c.instance, c.state),
+            MarkSpec::Restarts(r) => write!(f, "{} restartCount {}", r.container, r.count),
+            MarkSpec::Log(l) => write!(f, "{} log line {} {}{}", l.occurrence, l.regex, l.container, l.instance),
+            MarkSpec::FirstLogLine(c) => write!(f, "first log line of {}{}", c.container, c.instance),
+            MarkSpec::LastLogLine(c) => write!(f, "last log line of {}{}", c.container, c.instance),
+            MarkSpec::Event(e) => {
+                write!(f, "{} event {}", e.occurrence, e.reason)?;
+                if let Some(c) = &e.container {
+                    write!(f, " ({c})")?;
+                }
+                Ok(())
+            }
+            MarkSpec::Phase(p) => write!(f, "phase {p:?}"),
+            MarkSpec::Condition(c) => write!(f, "{}={:?}", c.r#type, c.status),
+            MarkSpec::PodGone => f.write_str("pod gone"),
+            MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContainerInstanceRef {
+    pub container: Loc<String>,
+    /// Default: the first instance (0).
+    #[serde(default = "first_instance")]
+    pub instance: InstanceSel,
+}
+
+fn first_instance() -> InstanceSel {
+    InstanceSel::Nth(0)
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContainerSeen {
+    pub container: Loc<String>,
+    #[serde(default = "first_instance")]
+    pub instance: InstanceSel,
+    pub state: ContainerState,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ContainerState {
+    Waiting,
+    Running,
+    Terminated,
+}
+
+impl fmt::Display for ContainerState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ContainerState::Waiting => "waiting",
+            ContainerState::Running => "running",
+            ContainerState::Terminated => "terminated",
+        })
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RestartsMark {
+    pub container: Loc<String>,
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LogMark {
+    pub container: Loc<String>,
+    pub regex: Pattern,
+    /// Default: any instance.
+    #[serde(default)]
+    pub instance: InstanceSel,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EventMark {
+    pub reason: String,
+    /// The container the event is about (from `involvedObject.fieldPath`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Loc<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum PodPhase {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Unknown,
+}
+
+impl PodPhase {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "Pending" => PodPhase::Pending,
+            "Running" => PodPhase::Running,
+            "Succeeded" => PodPhase::Succeeded,
+            "Failed" => PodPhase::Failed,
+            "Unknown" => PodPhase::Unknown,
+            _ => return None,
+        })
+    }
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PodPhase::Pending => "Pending",
+            PodPhase::Running => "Running",
+            PodPhase::Succeeded => "Succeeded",
+            PodPhase::Failed => "Failed",
+            PodPhase::Unknown => "Unknown",
+        }
+    }
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
+    }
+}
+
+impl fmt::Display for PodPhase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum CondStatus {
+    True,
+    False,
+    Unknown,
+}
+
+impl CondStatus {
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "True" => CondStatus::True,
+            "False" => CondStatus::False,
+            _ => CondStatus::Unknown,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConditionMark {
+    /// Condition type: PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady, Ready, ...
+    pub r#type: String,
+    pub status: CondStatus,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ActionMark {
+    pub action: ActionKind,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ActionKind {
+    /// The pod apply request was sent.
+    Apply,
+    /// A pod DELETE request was sent.
+    Delete,
+}
+
+/// What must hold on the observed timeline.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Expectation {
+    /// The pod's final phase.
+    Phase(PodPhase),
+    /// The exact sequence of distinct phases observed, e.g. `[Pending, Running, Failed]`.
+    Phases(Vec<PodPhase>),
+    /// A container's final state.
+    Container(ContainerExpect),
+    /// A pod condition's observed status sequence and/or forbidden transition.
+    Condition(ConditionExpect),
+    /// Marks occur in this order (each strictly before the next).
+    Order(Vec<MarkRef>),
+    /// The time between two marks.
+    Gap(GapExpect),
+    /// An event was seen (occurrences counted with `count`).
+    Event(EventExpect),
+    /// A log line is present in a container's output.
+    Log(LogExpect),
+    /// Intervals between consecutive restarts (CrashLoopBackOff).
+    Backoff(BackoffExpect),
+    /// A mark must not occur (at all, or before another mark).
+    Never(NeverExpect),
+}
+
+impl Expectation {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Expectation::Phase(_) => "phase",
+            Expectation::Phases(_) => "phases",
+            Expectation::Container(_) => "container",
+            Expectation::Condition(_) => "condition",
+            Expectation::Order(_) => "order",
+            Expectation::Gap(_) => "gap",
+            Expectation::Event(_) => "event",
+            Expectation::Log(_) => "log",
+            Expectation::Backoff(_) => "backoff",
+            Expectation::Never(_) => "never",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ContainerExpect {
+    pub name: Loc<String>,
+    /// Which instance's state (default: the last one observed).
+    #[serde(default = "last_instance")]
+    pub instance: InstanceSel,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerState>,
+    /// Terminated exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Terminated reason (Completed, Error, OOMKilled, ...) or waiting reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Final restartCount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_count: Option<Count>,
+    /// Waiting reasons that must have been seen at some point (e.g. CrashLoopBackOff).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_reasons_seen: Vec<String>,
+    /// The container must never have started (no instance, no log).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub never_started: bool,
+}
+
+fn last_instance() -> InstanceSel {
+    InstanceSel::Last
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConditionExpect {
+    pub r#type: String,
+    /// Exact sequence of distinct statuses observed (absent condition not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<Vec<CondStatus>>,
+    /// Final status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<CondStatus>,
+    /// A transition that must never be observed, e.g. `[True, False]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub never: Option<[CondStatus; 2]>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GapExpect {
+    pub from: MarkRef,
+    pub to: MarkRef,
+    /// Expected gap; use with `tolerance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Dur>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EventExpect {
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<Loc<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
+    /// `Normal` or `Warning`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub r#type: Option<String>,
+    /// Occurrences (deduplicated events count by `count`); default at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Count>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LogExpect {
+    pub container: Loc<String>,
+    pub regex: Pattern,
+    #[serde(default)]
+    pub instance: InstanceSel,
+    /// Matching lines; default at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Count>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BackoffExpect {
+    pub container: Loc<String>,
+    /// Minimum number of restarts that must be observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_restarts: Option<u32>,
+    /// How an interval is measured: `status` (finishedAt → next startedAt, 1 s precision) or
+    /// `logs` (last log line → next instance's first log line, ns precision).
+    #[serde(default)]
+    pub measure: BackoffMeasure,
+    /// Explicit bounds, interval by interval (the i-th restart's wait).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Bounds>,
+    /// Or a doubling model: wait i (from 0) is `base·factor^(i-1)` capped at `cap`, the first 0 when `firstImmediate`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doubling: Option<Doubling>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BackoffMeasure {
+    #[default]
+    Status,
+    Logs,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Bounds {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Dur>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<Dur>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Doubling {
+    /// First back-off step (kubelet: 10s).
+    pub base: Dur,
+    /// Multiplier (kubelet: 2).
+    #[serde(default = "two")]
+    pub factor: f64,
+    /// Cap (kubelet: 5m).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap: Option<Dur>,
+    /// The first restart does not wait.
+    #[serde(default)]
+    pub first_immediate: bool,
+    /// Accepted extra wait below the nominal step (default 0s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early: Option<Dur>,
+    /// Accepted extra wait above the nominal step (kubelet sync: default 15s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<Dur>,
+}
+
+fn two() -> f64 {
+    2.0
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NeverExpect {
+    pub mark: MarkRef,
+    /// Only forbidden before this mark (which must occur).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<MarkRef>,
+}

@@ -1,0 +1,414 @@
+//! Small value types of the suite format (`Dur`, `Regex`, `Count`, `InstanceSel`, `Occurrence`):
+//! each validates while it deserializes, so the YAML location and path come with the error.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::time::Duration;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A human duration such as `5s`, `500ms`, `1m30s` (humantime syntax).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Dur(pub Duration);
+
+impl Dur {
+    pub fn from_secs_f64(s: f64) -> Self {
+        Dur(Duration::from_secs_f64(s.max(0.0)))
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0.as_secs_f64()
+    }
+}
+
+impl fmt::Display for Dur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", crate::util::fmt_secs(self.0.as_secs_f64()))
+    }
+}
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Dur;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration such as `5s`, `500ms` or `1m30s`")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Dur, E> {
+                humantime::parse_duration(s.trim())
+                    .map(Dur)
+                    .map_err(|_| E::custom(format!("invalid duration \"{s}\" (use e.g. `5s`, `500ms`, `1m30s`)")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dur, E> {
+                if v == 0 {
+                    Ok(Dur(Duration::ZERO))
+                } else {
+                    Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Dur, E> {
+                if v == 0 {
+                    Ok(Dur(Duration::ZERO))
+                } else {
+                    Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+                }
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Dur, E> {
+                Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(self.0).to_string())
+    }
+}
+
+impl JsonSchema for Dur {
+    fn schema_name() -> Cow<'static, str> {
+        "Duration".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "A duration: `5s`, `500ms`, `1m30s` (humantime syntax).",
+            "pattern": "^\\s*([0-9]+(\\.[0-9]+)?\\s*(ns|us|µs|ms|s|sec|m|min|h|hr|d)\\s*)+$"
+        })
+    }
+}
+
+/// A regular expression, compiled at load time. Template variables (`${pod.name}`, ...) are
+/// checked at load time and substituted when judging, so the source is kept too.
+#[derive(Clone, Debug)]
+pub struct Pattern {
+    pub source: String,
+}
+
+/// Template variables a log regex may use; their values come from the observed pod.
+pub const TEMPLATE_VARS: &[&str] = &[
+    "pod.name",
+    "pod.namespace",
+    "pod.uid",
+    "pod.ip",
+    "pod.serviceAccountName",
+    "node.name",
+    "host.ip",
+];
+
+impl Pattern {
+    /// Checks the template variables and the regex syntax (variables replaced by a literal).
+    pub fn check(source: &str) -> Result<(), String> {
+        let mut probe = String::new();
+        let mut rest = source;
+        while let Some(start) = rest.find("${") {
+            probe.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                return Err(format!("unterminated template variable in \"{source}\""));
+            };
+            let name = &after[..end];
+            if !TEMPLATE_VARS.contains(&name) {
+                return Err(format!(
+                    "unknown template variable `${{{name}}}` (known: {})",
+                    TEMPLATE_VARS.iter().map(|v| format!("${{{v}}}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            probe.push('x');
+            rest = &after[end + 1..];
+        }
+        probe.push_str(rest);
+        regex::Regex::new(&probe)
+            .map(|_| ())
+            .map_err(|e| format!("invalid regex \"{source}\": {}", one_line(&e.to_string())))
+    }
+
+    /// Substitutes template variables (values regex-escaped) and compiles.
+    pub fn compile(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<regex::Regex, String> {
+        let mut out = String::new();
+        let mut rest = self.source.as_str();
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after.find('}').ok_or("unterminated template variable")?;
+            let name = &after[..end];
+            let value = lookup(name).ok_or_else(|| format!("template variable `${{{name}}}` has no observed value"))?;
+            out.push_str(&regex::escape(&value));
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        regex::Regex::new(&out).map_err(|e| one_line(&e.to_string()))
+    }
+
+    pub fn has_templates(&self) -> bool {
+        self.source.contains("${")
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+impl<'de> Deserialize<'de> for Pattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(d)?;
+        Pattern::check(&source).map_err(de::Error::custom)?;
+        Ok(Pattern { source })
+    }
+}
+
+impl Serialize for Pattern {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.source)
+    }
+}
+
+impl JsonSchema for Pattern {
+    fn schema_name() -> Cow<'static, str> {
+        "Regex".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "format": "regex",
+            "description": "A Rust regex. May use ${pod.name}, ${pod.namespace}, ${pod.uid}, ${pod.ip}, ${pod.serviceAccountName}, ${node.name}, ${host.ip}."
+        })
+    }
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "/{}/", self.source)
+    }
+}
+
+/// A count: `3` (exactly) or `{atLeast: 1, atMost: 5}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("anyOf" = [{"type": "integer", "minimum": 0}, {"type": "object"}]))]
+pub struct Count {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exactly: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<u64>,
+}
+
+impl Count {
+    pub fn at_least(n: u64) -> Self {
+        Count { at_least: Some(n), ..Count::default() }
+    }
+    pub fn matches(&self, n: u64) -> bool {
+        self.exactly.is_none_or(|e| n == e) && self.at_least.is_none_or(|l| n >= l) && self.at_most.is_none_or(|m| n <= m)
+    }
+}
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = vec![];
+        if let Some(e) = self.exactly {
+            parts.push(format!("exactly {e}"));
+        }
+        if let Some(l) = self.at_least {
+            parts.push(format!("at least {l}"));
+        }
+        if let Some(m) = self.at_most {
+            parts.push(format!("at most {m}"));
+        }
+        if parts.is_empty() {
+            parts.push("any number".into());
+        }
+        f.write_str(&parts.join(" and "))
+    }
+}
+
+impl<'de> Deserialize<'de> for Count {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "camelCase")]
+        struct Map {
+            exactly: Option<u64>,
+            at_least: Option<u64>,
+            at_most: Option<u64>,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Count;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a count: a non-negative integer or {exactly, atLeast, atMost}")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
+                Ok(Count { exactly: Some(v), ..Count::default() })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
+                u64::try_from(v)
+                    .map(|v| Count { exactly: Some(v), ..Count::default() })
+                    .map_err(|_| E::custom(format!("invalid count {v}: must not be negative")))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Count, A::Error> {
+                let m = Map::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                if let (Some(l), Some(h)) = (m.at_least, m.at_most)
+                    && l > h
+                {
+                    return Err(de::Error::custom(format!("invalid count: atLeast {l} > atMost {h}")));
+                }
+                Ok(Count { exactly: m.exactly, at_least: m.at_least, at_most: m.at_most })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Which container instance (0 = first run, 1 = after the first restart, ...): a number,
+/// `first`, `last` (default for most selectors) or `any`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum InstanceSel {
+    Nth(u32),
+    #[default]
+    Any,
+    Last,
+}
+
+impl fmt::Display for InstanceSel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InstanceSel::Nth(n) => write!(f, "#{n}"),
+            InstanceSel::Any => f.write_str(" (any instance)"),
+            InstanceSel::Last => f.write_str(" (last instance)"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for InstanceSel {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = InstanceSel;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an instance: a number (0 = first run), `first`, `last` or `any`")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<InstanceSel, E> {
+                u32::try_from(v).map(InstanceSel::Nth).map_err(|_| E::custom("instance out of range"))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<InstanceSel, E> {
+                u32::try_from(v)
+                    .map(InstanceSel::Nth)
+                    .map_err(|_| E::custom(format!("invalid instance {v}: must be 0 or more, `last` or `any`")))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<InstanceSel, E> {
+                match s {
+                    "first" => Ok(InstanceSel::Nth(0)),
+                    "last" => Ok(InstanceSel::Last),
+                    "any" => Ok(InstanceSel::Any),
+                    _ => Err(E::custom(format!("invalid instance \"{s}\": use a number, `first`, `last` or `any`"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for InstanceSel {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            InstanceSel::Nth(n) => s.serialize_u32(*n),
+            InstanceSel::Any => s.serialize_str("any"),
+            InstanceSel::Last => s.serialize_str("last"),
+        }
+    }
+}
+
+impl JsonSchema for InstanceSel {
+    fn schema_name() -> Cow<'static, str> {
+        "Instance".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Container instance: 0 = first run, n = after the n-th restart; or first/last/any.",
+            "anyOf": [{"type": "integer", "minimum": 0}, {"enum": ["first", "last", "any"]}]
+        })
+    }
+}
+
+/// Which matching occurrence: `first` (default), `last`, or a 1-based number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Occurrence {
+    #[default]
+    First,
+    Last,
+    Nth(u32),
+}
+
+impl fmt::Display for Occurrence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Occurrence::First => f.write_str("first"),
+            Occurrence::Last => f.write_str("last"),
+            Occurrence::Nth(n) => write!(f, "#{n}"),
+        }
+    }
+}
+
+impl Occurrence {
+    /// Picks from matches in time order.
+    pub fn pick<T: Clone>(&self, items: &[T]) -> Option<T> {
+        match self {
+            Occurrence::First => items.first().cloned(),
+            Occurrence::Last => items.last().cloned(),
+            Occurrence::Nth(n) => items.get((*n as usize).checked_sub(1)?).cloned(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Occurrence {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Occurrence;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an occurrence: `first`, `last` or a number from 1")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Occurrence, E> {
+                match u32::try_from(v) {
+                    Ok(n) if n >= 1 => Ok(Occurrence::Nth(n)),
+                    _ => Err(E::custom(format!("invalid occurrence {v}: counts from 1"))),
+                }
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Occurrence, E> {
+                Err(E::custom(format!("invalid occurrence {v}: counts from 1")))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Occurrence, E> {
+                match s {
+                    "first" => Ok(Occurrence::First),
+                    "last" => Ok(Occurrence::Last),
+                    _ => Err(E::custom(format!("invalid occurrence \"{s}\": use `first`, `last` or a number from 1"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for Occurrence {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Occurrence::First => s.serialize_str("first"),
+            Occurrence::Last => s.serialize_str("last"),
+            Occurrence::Nth(n) => s.serialize_u32(*n),
+        }
+    }
+}
+
+impl JsonSchema for Occurrence {
+    fn schema_name() -> Cow<'static, str> {
+        "Occurrence".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["first", "last"]}]})
+    }
+}
