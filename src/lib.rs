@@ -3,5 +3,6 @@
 //! → `run` (cluster I/O) → `report` (files).
 
 pub mod cli;
+pub mod observe;
 pub mod suite;
 pub mod util;

@@ -1,0 +1,506 @@
+//! The `Observer`: turns a stream of `Input`s (pod watch events, Event watch events, log lines,
+//! our actions) into a `Timeline`. Live runs and recordings feed it the same inputs.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1 as core;
+
+use super::timeline::*;
+use crate::suite::ContainerKind;
+
+/// Watch event type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl WatchKind {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ADDED" => Some(WatchKind::Added),
+            "MODIFIED" => Some(WatchKind::Modified),
+            "DELETED" => Some(WatchKind::Deleted),
+            _ => None,
+        }
+    }
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WatchKind::Added => "ADDED",
+            WatchKind::Modified => "MODIFIED",
+            WatchKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One thing that happened, as delivered to podlife.
+#[derive(Clone, Debug)]
+pub enum Input {
+    Pod { received: Timestamp, kind: WatchKind, pod: Box<core::Pod> },
+    Event { received: Timestamp, kind: WatchKind, event: Box<core::Event> },
+    /// A `--timestamps` log line (`<RFC3339Nano> <text>`) of a container. `instance` is the
+    /// instance the fetch was meant for; the observer checks it against the instances' status
+    /// times, because a follow or `--previous` request can race with a restart.
+    Log { received: Option<Timestamp>, container: String, instance: Option<u32>, line: String },
+    Action(Action),
+}
+
+impl Input {
+    /// Time used to order inputs from a recording.
+    pub fn order_key(&self) -> Option<Timestamp> {
+        match self {
+            Input::Pod { received, .. } | Input::Event { received, .. } => Some(*received),
+            Input::Log { received, .. } => *received,
+            Input::Action(a) => Some(a.sent),
+        }
+    }
+}
+
+/// A container instance first seen in status: the live runner starts following its logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewInstance {
+    pub container: String,
+    pub instance: u32,
+    pub container_id: String,
+    /// Already terminated when first seen: fetch its logs without following.
+    pub terminated: bool,
+    /// Only seen as `lastState`: its logs need `previous=true`.
+    pub previous: bool,
+}
+
+/// Builds a `Timeline` incrementally.
+#[derive(Debug, Default)]
+pub struct Observer {
+    tl: Timeline,
+    /// Pod name to observe; events about other objects are ignored.
+    pod_name: Option<String>,
+    last_rv: Option<u64>,
+    seen_rvs: BTreeSet<String>,
+    /// containerID → (container, instance).
+    ids: HashMap<String, (String, u32)>,
+    /// Event uid → highest count seen.
+    event_counts: HashMap<String, u32>,
+    log_keys: BTreeSet<(String, Timestamp, String)>,
+    kinds: BTreeMap<String, ContainerKind>,
+    new_instances: Vec<NewInstance>,
+}
+
+impl Observer {
+    /// An observer for the pod `name` (None: the first pod seen).
+    pub fn new(pod_name: Option<&str>, source: &str) -> Self {
+        Observer {
+            tl: Timeline { format: TIMELINE_FORMAT, source: source.to_string(), ..Timeline::default() },
+            pod_name: pod_name.map(str::to_string),
+            ..Observer::default()
+        }
+    }
+
+    pub fn timeline(&self) -> &Timeline {
+        &self.tl
+    }
+
+    /// Marks the observation as ended and returns the timeline.
+    pub fn finish(mut self) -> Timeline {
+        self.tl.complete = true;
+        self.tl
+    }
+
+    /// Instances discovered since the last call (for log following).
+    pub fn take_new_instances(&mut self) -> Vec<NewInstance> {
+        std::mem::take(&mut self.new_instances)
+    }
+
+    /// The instance number already assigned to a containerID.
+    pub fn instance_of(&self, container_id: &str) -> Option<u32> {
+        self.ids.get(container_id).map(|(_, i)| *i)
+    }
+
+    pub fn push(&mut self, input: Input) {
+        match input {
+            Input::Pod { received, kind, pod } => self.pod(received, kind, &pod),
+            Input::Event { received, kind, event } => self.event(received, kind, &event),
+            Input::Log { received, container, instance, line } => self.log(received, &container, instance, &line),
+            Input::Action(a) => {
+                let pos = self.tl.actions.partition_point(|x| x.sent <= a.sent);
+                self.tl.actions.insert(pos, a);
+            }
+        }
+    }
+
+    fn pod(&mut self, received: Timestamp, kind: WatchKind, pod: &core::Pod) {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        match &self.pod_name {
+            Some(n) if *n != name => return,
+            None => self.pod_name = Some(name.clone()),
+            _ => {}
+        }
+        self.tl.stats.pod_watch_events += 1;
+        let rv = pod.metadata.resource_version.clone();
+        if let Some(rv) = &rv {
+            // resourceVersions are opaque, but etcd-backed servers use increasing integers;
+            // that lets us drop stale deliveries after a watch restart.
+            if !self.seen_rvs.insert(rv.clone()) && kind != WatchKind::Deleted {
+                self.tl.stats.pod_duplicates += 1;
+                return;
+            }
+            if let Ok(n) = rv.parse::<u64>() {
+                if self.last_rv.is_some_and(|last| n < last) && kind != WatchKind::Deleted {
+                    self.tl.stats.pod_out_of_order += 1;
+                    return;
+                }
+                self.last_rv = Some(self.last_rv.map_or(n, |l| l.max(n)));
+            }
+        }
+        self.update_info(pod);
+        let snap = self.snapshot(received, kind, pod);
+        if kind == WatchKind::Deleted && self.tl.deleted.is_none() {
+            self.tl.deleted = Some(received);
+        }
+        let changed = self.tl.snapshots.last().is_none_or(|prev| !prev.same_state(&snap));
+        if changed || kind == WatchKind::Deleted {
+            self.tl.snapshots.push(snap);
+        }
+    }
+
+    fn update_info(&mut self, pod: &core::Pod) {
+        let info = &mut self.tl.pod;
+        let md = &pod.metadata;
+        info.name = md.name.clone().unwrap_or_default();
+        info.namespace = md.namespace.clone().unwrap_or_default();
+        if let Some(uid) = &md.uid {
+            info.uid = uid.clone();
+        }
+        if let Some(t) = &md.creation_timestamp {
+            info.creation_timestamp = Some(t.0);
+        }
+        if let Some(spec) = &pod.spec {
+            if spec.node_name.is_some() {
+                info.node = spec.node_name.clone();
+            }
+            info.service_account = spec.service_account_name.clone();
+            info.restart_policy = spec.restart_policy.clone();
+            info.termination_grace_period_seconds = spec.termination_grace_period_seconds;
+            if info.containers.is_empty() {
+                for c in spec.init_containers.iter().flatten() {
+                    let kind = if c.restart_policy.as_deref() == Some("Always") { ContainerKind::Sidecar } else { ContainerKind::Init };
+                    info.containers.push(ContainerRef { name: c.name.clone(), kind });
+                    self.kinds.insert(c.name.clone(), kind);
+                }
+                for c in &spec.containers {
+                    info.containers.push(ContainerRef { name: c.name.clone(), kind: ContainerKind::Regular });
+                    self.kinds.insert(c.name.clone(), ContainerKind::Regular);
+                }
+            }
+        }
+        if let Some(st) = &pod.status {
+            let ips: Vec<String> = st.pod_ips.iter().flatten().map(|i| i.ip.clone()).collect();
+            if !ips.is_empty() {
+                info.pod_ips = ips;
+            } else if let Some(ip) = &st.pod_ip {
+                info.pod_ips = vec![ip.clone()];
+            }
+            let hips: Vec<String> = st.host_ips.iter().flatten().map(|i| i.ip.clone()).collect();
+            if !hips.is_empty() {
+                info.host_ips = hips;
+            } else if let Some(ip) = &st.host_ip {
+                info.host_ips = vec![ip.clone()];
+            }
+        }
+    }
+
+    fn snapshot(&mut self, received: Timestamp, kind: WatchKind, pod: &core::Pod) -> Snapshot {
+        let st = pod.status.clone().unwrap_or_default();
+        let conditions = st
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| Condition {
+                r#type: c.type_.clone(),
+                status: c.status.clone(),
+                last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
+                reason: c.reason.clone(),
+            })
+            .collect();
+        let mut containers = vec![];
+        for cs in st.init_container_statuses.iter().flatten().chain(st.container_statuses.iter().flatten()) {
+            containers.push(self.container_status(received, cs));
+        }
+        Snapshot {
+            received,
+            watch: kind.as_str().to_string(),
+            resource_version: pod.metadata.resource_version.clone(),
+            phase: st.phase.clone(),
+            conditions,
+            containers,
+            deletion_timestamp: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
+            deletion_grace_period_seconds: pod.metadata.deletion_grace_period_seconds,
+        }
+    }
+
+    /// Assigns instance numbers: the kubelet increments restartCount only once the next
+    /// instance has started, so with a running/terminated state the current instance is
+    /// `restartCount` and lastState is `restartCount-1`; while waiting, lastState is `restartCount`.
+    fn container_status(&mut self, received: Timestamp, cs: &core::ContainerStatus) -> ContainerStatus {
+        let kind = self.kinds.get(&cs.name).copied().unwrap_or(ContainerKind::Regular);
+        let rc = u32::try_from(cs.restart_count).unwrap_or(0);
+        let state = cs.state.clone().unwrap_or_default();
+        let waiting = state.running.is_none() && state.terminated.is_none();
+        let last_term = cs.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+        let mut last_terminated = None;
+        if let Some(t) = last_term
+            && let Some(id) = &t.container_id
+        {
+            let guess = if waiting { rc } else { rc.saturating_sub(1) };
+            let inst = self.assign(&cs.name, kind, id, guess, received);
+            let term = terminated(t, Some(inst));
+            self.record_instance(&cs.name, inst, received, None, Some(&term), true);
+            last_terminated = Some(term);
+        }
+        let mut instance = None;
+        let st = if let Some(r) = &state.running {
+            let inst = cs.container_id.as_ref().map(|id| self.assign(&cs.name, kind, id, rc, received));
+            instance = inst;
+            let started_at = r.started_at.as_ref().map(|t| t.0);
+            if let Some(i) = inst {
+                self.record_instance(&cs.name, i, received, started_at, None, false);
+            }
+            State::Running { started_at }
+        } else if let Some(t) = &state.terminated {
+            let id = t.container_id.as_ref().or(cs.container_id.as_ref());
+            let inst = id.map(|id| self.assign(&cs.name, kind, id, rc, received));
+            instance = inst;
+            let term = terminated(t, inst);
+            if let Some(i) = inst {
+                self.record_instance(&cs.name, i, received, None, Some(&term), false);
+            }
+            State::Terminated(term)
+        } else if let Some(w) = &state.waiting {
+            State::Waiting { reason: w.reason.clone(), message: w.message.clone() }
+        } else {
+            State::Unknown
+        };
+        ContainerStatus {
+            name: cs.name.clone(),
+            kind,
+            instance,
+            state: st,
+            last_terminated,
+            ready: cs.ready,
+            started: cs.started,
+            restart_count: rc,
+        }
+    }
+
+    fn assign(&mut self, container: &str, kind: ContainerKind, id: &str, guess: u32, received: Timestamp) -> u32 {
+        if let Some((_, i)) = self.ids.get(id) {
+            return *i;
+        }
+        self.ids.insert(id.to_string(), (container.to_string(), guess));
+        if !self.tl.instances.iter().any(|i| i.container == container && i.instance == guess) {
+            let inst = Instance {
+                container: container.to_string(),
+                kind,
+                instance: guess,
+                container_id: Some(id.to_string()),
+                started_at: None,
+                finished_at: None,
+                exit_code: None,
+                reason: None,
+                first_seen_running: None,
+                first_seen_terminated: None,
+                first_seen: received,
+            };
+            let pos = self.tl.instances.partition_point(|i| (i.container.as_str(), i.instance) < (container, guess));
+            self.tl.instances.insert(pos, inst);
+        }
+        self.new_instances.push(NewInstance {
+            container: container.to_string(),
+            instance: guess,
+            container_id: id.to_string(),
+            terminated: false,
+            previous: false,
+        });
+        guess
+    }
+
+    fn record_instance(
+        &mut self,
+        container: &str,
+        instance: u32,
+        received: Timestamp,
+        started_at: Option<Timestamp>,
+        term: Option<&Terminated>,
+        from_last_state: bool,
+    ) {
+        // Tell the log follower how to fetch a newly found instance.
+        if let Some(n) = self.new_instances.iter_mut().find(|n| n.container == container && n.instance == instance) {
+            n.terminated |= term.is_some();
+            n.previous |= from_last_state;
+        }
+        let Some(inst) = self.tl.instances.iter_mut().find(|i| i.container == container && i.instance == instance) else {
+            return;
+        };
+        if let Some(t) = started_at {
+            inst.started_at.get_or_insert(t);
+            inst.first_seen_running.get_or_insert(received);
+        }
+        if let Some(t) = term {
+            if t.started_at.is_some() {
+                inst.started_at = t.started_at;
+            }
+            inst.finished_at = t.finished_at;
+            inst.exit_code = Some(t.exit_code);
+            inst.reason = t.reason.clone();
+            if !from_last_state {
+                inst.first_seen_terminated.get_or_insert(received);
+            }
+        }
+    }
+
+    fn event(&mut self, received: Timestamp, _kind: WatchKind, ev: &core::Event) {
+        let obj = &ev.involved_object;
+        if obj.kind.as_deref().is_some_and(|k| k != "Pod") {
+            return;
+        }
+        if let (Some(want), Some(name)) = (&self.pod_name, &obj.name)
+            && want != name
+        {
+            return;
+        }
+        self.tl.stats.event_deliveries += 1;
+        let uid = ev.metadata.uid.clone().unwrap_or_else(|| ev.metadata.name.clone().unwrap_or_default());
+        let count = u32::try_from(ev.count.unwrap_or(1).max(1)).unwrap_or(1);
+        let prev = self.event_counts.get(&uid).copied().unwrap_or(0);
+        if count <= prev {
+            self.tl.stats.event_duplicates += 1;
+            return;
+        }
+        self.event_counts.insert(uid.clone(), count);
+        let container = obj.field_path.as_deref().and_then(container_from_field_path);
+        let (time, precision) = match (&ev.event_time, &ev.last_timestamp) {
+            (Some(t), _) => (Some(t.0), 1_000),
+            (None, Some(t)) => (Some(t.0), 1_000_000_000),
+            (None, None) => (ev.first_timestamp.as_ref().map(|t| t.0), 1_000_000_000),
+        };
+        let source = ev
+            .source
+            .as_ref()
+            .and_then(|s| s.component.clone())
+            .or_else(|| ev.reporting_component.clone())
+            .filter(|s| !s.is_empty());
+        for n in prev + 1..=count {
+            let occ = EventOccurrence {
+                received,
+                reason: ev.reason.clone().unwrap_or_default(),
+                r#type: ev.type_.clone().unwrap_or_default(),
+                message: ev.message.clone().unwrap_or_default(),
+                container: container.clone(),
+                count: n,
+                // Repetitions folded into one delivery: only the last has `lastTimestamp`, and
+                // the first (when it is in this delivery) has `firstTimestamp`.
+                time: if n == count {
+                    time
+                } else if n == 1 {
+                    ev.first_timestamp.as_ref().map(|t| t.0)
+                } else {
+                    None
+                },
+                time_precision_ns: precision,
+                uid: uid.clone(),
+                source: source.clone(),
+                coalesced: count - prev > 1,
+            };
+            let pos = self.tl.events.partition_point(|e| e.received <= received);
+            self.tl.events.insert(pos, occ);
+        }
+    }
+
+    fn log(&mut self, received: Option<Timestamp>, container: &str, hint: Option<u32>, line: &str) {
+        let Some((time, text)) = parse_log_line(line) else {
+            return;
+        };
+        self.tl.stats.log_lines += 1;
+        // Two instances never print the same text at the same nanosecond, so (container, time,
+        // text) identifies a line whichever fetch delivered it.
+        let key = (container.to_string(), time, text.to_string());
+        if !self.log_keys.insert(key) {
+            self.tl.stats.log_duplicates += 1;
+            return;
+        }
+        let instance = self.attribute(container, hint, time);
+        let ll = LogLine { container: container.to_string(), instance, time, text: text.to_string(), received };
+        let pos = self.tl.logs.partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, instance, time));
+        self.tl.logs.insert(pos, ll);
+    }
+
+    /// Picks the instance a log line belongs to: the hint when its status window (whole
+    /// seconds, so widened by 1 s) contains the line, else the instance whose window does.
+    fn attribute(&self, container: &str, hint: Option<u32>, time: Timestamp) -> u32 {
+        let second = jiff::SignedDuration::from_secs(1);
+        let window = |i: &Instance| -> Option<bool> {
+            let start = i.started_at?;
+            let after_start = time >= start;
+            let before_end = i.finished_at.is_none_or(|f| time < f + second);
+            Some(after_start && before_end)
+        };
+        let instances: Vec<&Instance> = self.tl.instances_of(container).collect();
+        if let Some(h) = hint {
+            match instances.iter().find(|i| i.instance == h) {
+                None => return h,
+                Some(i) if window(i) != Some(false) => return h,
+                _ => {}
+            }
+        }
+        if let Some(i) = instances.iter().find(|i| window(i) == Some(true)) {
+            return i.instance;
+        }
+        if let Some(h) = hint {
+            return h;
+        }
+        instances.iter().rev().find(|i| i.started_at.is_some_and(|s| s <= time)).map(|i| i.instance).unwrap_or(0)
+    }
+}
+
+fn terminated(t: &core::ContainerStateTerminated, instance: Option<u32>) -> Terminated {
+    Terminated {
+        instance,
+        exit_code: t.exit_code,
+        reason: t.reason.clone(),
+        message: t.message.clone(),
+        started_at: t.started_at.as_ref().map(|x| x.0),
+        finished_at: t.finished_at.as_ref().map(|x| x.0),
+        container_id: t.container_id.clone(),
+    }
+}
+
+/// `spec.containers{main}` / `spec.initContainers{sidecar}` → `main` / `sidecar`.
+pub fn container_from_field_path(fp: &str) -> Option<String> {
+    let start = fp.find('{')?;
+    let end = fp.rfind('}')?;
+    (end > start + 1).then(|| fp[start + 1..end].to_string())
+}
+
+/// Parses a `kubectl logs --timestamps` / kube `timestamps=true` line, or a CRI log file line
+/// (`<time> <stream> <P|F> <text>`): RFC3339 with 1–9 fractional digits.
+pub fn parse_log_line(line: &str) -> Option<(Timestamp, &str)> {
+    let line = line.strip_suffix('\n').unwrap_or(line);
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let (ts, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let time: Timestamp = ts.parse().ok()?;
+    Some((time, rest))
+}
+
+/// Parses a CRI log file line into (time, full-line flag, text); stdout/stderr is dropped.
+pub fn parse_cri_line(line: &str) -> Option<(Timestamp, bool, &str)> {
+    let (time, rest) = parse_log_line(line)?;
+    let mut it = rest.splitn(3, ' ');
+    let stream = it.next()?;
+    if stream != "stdout" && stream != "stderr" {
+        return None;
+    }
+    let tag = it.next()?;
+    let text = it.next().unwrap_or("");
+    Some((time, tag.starts_with('F'), text))
+}

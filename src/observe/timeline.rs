@@ -1,0 +1,320 @@
+//! The `Timeline`: everything observed about one pod, with the time and clock of every item.
+//!
+//! Clocks and precision (the judge relies on these):
+//! - `received`: when podlife (or the recorder) received the item — harness clock, ns.
+//! - status times (`startedAt`, `finishedAt`, condition `lastTransitionTime`, event
+//!   `first/lastTimestamp`): set by the kubelet — node clock, **whole seconds** (truncated).
+//! - log line `time`: the CRI timestamp written by the runtime — node clock, ns.
+//! - action `sent`/`done`: harness clock, ns.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::suite::ContainerKind;
+
+/// Format version of the timeline JSON.
+pub const TIMELINE_FORMAT: u32 = 1;
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Timeline {
+    pub format: u32,
+    /// Where the data came from: `live` or `recording:<dir>`.
+    pub source: String,
+    pub pod: PodInfo,
+    /// Pod watch events that changed something, in arrival order.
+    pub snapshots: Vec<Snapshot>,
+    /// Receive time of the pod's DELETED watch event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<Timestamp>,
+    /// Container instances reconstructed from containerIDs, restartCount and lastState.
+    pub instances: Vec<Instance>,
+    /// Event occurrences (a deduplicated Event whose `count` grew is several occurrences).
+    pub events: Vec<EventOccurrence>,
+    /// Container log lines, sorted by (container, instance, time).
+    pub logs: Vec<LogLine>,
+    /// podlife's own actions.
+    pub actions: Vec<Action>,
+    /// True once the observation has ended: nothing more will be added.
+    pub complete: bool,
+    pub stats: Stats,
+}
+
+/// What the observer received and dropped, for reports and debugging.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Stats {
+    pub pod_watch_events: u64,
+    /// Re-deliveries with an already seen resourceVersion (e.g. after a watch restart).
+    pub pod_duplicates: u64,
+    /// Deliveries older than the newest seen resourceVersion.
+    pub pod_out_of_order: u64,
+    pub event_deliveries: u64,
+    pub event_duplicates: u64,
+    pub log_lines: u64,
+    pub log_duplicates: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodInfo {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pod_ips: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_ips: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creation_timestamp: Option<Timestamp>,
+    pub containers: Vec<ContainerRef>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerRef {
+    pub name: String,
+    pub kind: ContainerKind,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    pub received: Timestamp,
+    /// ADDED, MODIFIED or DELETED.
+    pub watch: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<ContainerStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<i64>,
+}
+
+impl Snapshot {
+    pub fn container(&self, name: &str) -> Option<&ContainerStatus> {
+        self.containers.iter().find(|c| c.name == name)
+    }
+    pub fn condition(&self, ty: &str) -> Option<&Condition> {
+        self.conditions.iter().find(|c| c.r#type == ty)
+    }
+    /// Equal apart from the receive time, watch type and resourceVersion.
+    pub fn same_state(&self, other: &Snapshot) -> bool {
+        self.phase == other.phase
+            && self.conditions == other.conditions
+            && self.containers == other.containers
+            && self.deletion_timestamp == other.deletion_timestamp
+            && self.deletion_grace_period_seconds == other.deletion_grace_period_seconds
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    pub r#type: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerStatus {
+    pub name: String,
+    pub kind: ContainerKind,
+    /// The instance the current state belongs to (None while waiting before the first start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<u32>,
+    pub state: State,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_terminated: Option<Terminated>,
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
+    pub restart_count: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", tag = "state")]
+pub enum State {
+    Waiting {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    Running {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at: Option<Timestamp>,
+    },
+    Terminated(Terminated),
+    Unknown,
+}
+
+impl State {
+    pub fn name(&self) -> &'static str {
+        match self {
+            State::Waiting { .. } => "waiting",
+            State::Running { .. } => "running",
+            State::Terminated(_) => "terminated",
+            State::Unknown => "unknown",
+        }
+    }
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            State::Waiting { reason, .. } => reason.as_deref(),
+            State::Terminated(t) => t.reason.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Terminated {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<u32>,
+    pub exit_code: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+}
+
+/// One run of a container (0 = first, n = after the n-th restart).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Instance {
+    pub container: String,
+    pub kind: ContainerKind,
+    pub instance: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_running: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen_terminated: Option<Timestamp>,
+    /// First receive time of any status mentioning this instance.
+    pub first_seen: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct EventOccurrence {
+    pub received: Timestamp,
+    pub reason: String,
+    /// Normal or Warning.
+    pub r#type: String,
+    pub message: String,
+    /// The container (from involvedObject.fieldPath), if the event is about one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Which repetition of the Event object this is (its `count` at the time).
+    pub count: u32,
+    /// Node-clock time: `lastTimestamp` (1 s) or `eventTime` (µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<Timestamp>,
+    /// Precision of `time` in ns (1e9 for lastTimestamp, 1e3 for eventTime).
+    pub time_precision_ns: u64,
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// True when several repetitions arrived in one delivery, so the receive time is only an upper bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub coalesced: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+pub struct LogLine {
+    pub container: String,
+    pub instance: u32,
+    /// CRI timestamp (node clock, ns).
+    pub time: Timestamp,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<Timestamp>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Action {
+    pub kind: ActionKind,
+    /// When the request was sent (harness clock).
+    pub sent: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub done: Option<Timestamp>,
+    /// Delete grace period override, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_period_seconds: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+pub use crate::suite::ActionKind;
+
+impl Timeline {
+    pub fn instances_of<'a>(&'a self, container: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
+        self.instances.iter().filter(move |i| i.container == container)
+    }
+
+    pub fn logs_of<'a>(&'a self, container: &'a str, instance: Option<u32>) -> impl Iterator<Item = &'a LogLine> + 'a {
+        self.logs.iter().filter(move |l| l.container == container && instance.is_none_or(|i| l.instance == i))
+    }
+
+    pub fn last_snapshot(&self) -> Option<&Snapshot> {
+        self.snapshots.last()
+    }
+
+    /// The final phase observed.
+    pub fn final_phase(&self) -> Option<&str> {
+        self.snapshots.iter().rev().find_map(|s| s.phase.as_deref())
+    }
+
+    /// True when no more changes are expected: the pod is gone, or it ended in a terminal phase
+    /// with every container terminated.
+    pub fn settled(&self) -> bool {
+        if self.complete || self.deleted.is_some() {
+            return true;
+        }
+        matches!(self.final_phase(), Some("Succeeded" | "Failed"))
+    }
+
+    /// The time of the first item (used as the origin of relative times in reports).
+    pub fn origin(&self) -> Option<Timestamp> {
+        let mut t: Vec<Timestamp> = vec![];
+        t.extend(self.actions.iter().map(|a| a.sent));
+        t.extend(self.snapshots.first().map(|s| s.received));
+        t.into_iter().min()
+    }
+}
