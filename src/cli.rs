@@ -26,6 +26,28 @@ pub enum Command {
     List(ListArgs),
     /// Print the JSON Schema of the suite format.
     Schema,
+    /// Judge one case against a recording folder or a timeline JSON written by `run`.
+    Judge(JudgeArgs),
+    /// Print the timeline built from a recording folder (JSON).
+    Timeline {
+        /// A recording folder.
+        source: PathBuf,
+    },
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct JudgeArgs {
+    /// The suite file holding the case.
+    #[arg(long)]
+    pub suite: PathBuf,
+    /// The case name (without the suite prefix).
+    #[arg(long)]
+    pub case: String,
+    /// A recording folder or a timeline JSON file.
+    pub source: PathBuf,
+    /// Print verdicts as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -55,6 +77,17 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Validate { paths } => validate(paths),
         Command::List(args) => list(args),
+        Command::Judge(args) => judge_cmd(args),
+        Command::Timeline { source } => match load_timeline(&source) {
+            Ok(tl) => {
+                println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
         Command::Schema => {
             println!("{}", schema_json());
             ExitCode::SUCCESS
@@ -122,4 +155,55 @@ fn list(args: ListArgs) -> ExitCode {
 pub fn schema_json() -> String {
     let schema = schemars::schema_for!(crate::suite::SuiteFile);
     serde_json::to_string_pretty(&schema).expect("a schema always serializes")
+}
+
+/// Reads a timeline from a recording folder or a timeline JSON file (as written by `run`).
+pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timeline, String> {
+    if source.is_dir() {
+        let rec = crate::observe::Recording::read(source).map_err(|e| e.to_string())?;
+        return Ok(rec.timeline());
+    }
+    let text = std::fs::read_to_string(source).map_err(|e| format!("{}: cannot read: {e}", source.display()))?;
+    let mut tl: crate::observe::Timeline =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife timeline: {e}", source.display()))?;
+    // A stored timeline is a finished observation.
+    tl.complete = true;
+    Ok(tl)
+}
+
+fn judge_cmd(args: JudgeArgs) -> ExitCode {
+    let suites = match load_or_report(std::slice::from_ref(&args.suite)) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let Some(case) = suites.iter().flat_map(|s| &s.cases).find(|c| c.name() == args.case) else {
+        let names: Vec<_> = suites.iter().flat_map(|s| &s.cases).map(|c| c.name().to_string()).collect();
+        eprintln!("error: {}: no case `{}` (cases: {})", args.suite.display(), args.case, names.join(", "));
+        return ExitCode::from(2);
+    };
+    let tl = match load_timeline(&args.source) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let verdicts = crate::judge::judge_case(&case.spec, &tl);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&verdicts).expect("verdicts serialize"));
+    } else {
+        println!(
+            "judging {} on {} ({} snapshots, {} events, {} log lines)",
+            case.full_name(),
+            args.source.display(),
+            tl.snapshots.len(),
+            tl.events.len(),
+            tl.logs.len()
+        );
+        print!("{}", crate::report::console::verdict_lines(&verdicts));
+    }
+    let failed = verdicts.iter().filter(|v| v.outcome != crate::judge::Outcome::Pass).count();
+    let passed = verdicts.len() - failed;
+    println!("result: {}. {passed} passed; {failed} failed or undecided", if failed == 0 { "ok" } else { "FAILED" });
+    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
 }

@@ -3,6 +3,8 @@
 //! → `run` (cluster I/O) → `report` (files).
 
 pub mod cli;
+pub mod judge;
 pub mod observe;
+pub mod report;
 pub mod suite;
 pub mod util;

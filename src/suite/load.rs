@@ -525,7 +525,7 @@ impl Refs<'_, '_> {
     fn mark_ref(&mut self, m: &MarkRef, path: &str) {
         match m {
             MarkRef::Named(n) => {
-                if !self.marks.contains_key(&n.value) {
+                if !self.marks.contains_key(&n.value) && builtin_mark(&n.value).is_none() {
                     let known: Vec<&str> = self.marks.keys().map(String::as_str).collect();
                     let hint = if known.is_empty() { "no marks are defined".to_string() } else { format!("defined: {}", known.join(", ")) };
                     self.ctx.err(n, path, format!("undefined mark `{}` ({hint})", n.value));
@@ -623,5 +623,13 @@ impl Refs<'_, '_> {
                 }
             }
         }
+    }
+}
+
+/// Mark names usable without defining them (`podGone`).
+pub fn builtin_mark(name: &str) -> Option<MarkSpec> {
+    match name {
+        "podGone" => Some(MarkSpec::PodGone),
+        _ => None,
     }
 }

@@ -1,0 +1,221 @@
+//! Resolving marks (`Hit`): a `MarkSpec` × `Timeline` → the instant it happened, with its clock
+//! and precision, and a description for the evidence.
+
+use jiff::{SignedDuration, Timestamp};
+
+use crate::observe::{Instance, State, Timeline};
+use crate::suite::model::*;
+use crate::suite::types::{InstanceSel, Occurrence, Pattern};
+
+/// Which clock a time was read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Clock {
+    /// Node clock: CRI log timestamps, status and event times.
+    Node,
+    /// podlife's own clock: receive times and actions.
+    Harness,
+}
+
+/// A resolved mark.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    pub at: Timestamp,
+    /// The true instant lies in `[at, at + precision)`: 1 s for status times, 0 for ns clocks.
+    pub precision: SignedDuration,
+    pub clock: Clock,
+    /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
+    pub what: String,
+}
+
+impl Hit {
+    fn new(at: Timestamp, precision: SignedDuration, clock: Clock, what: String) -> Self {
+        Hit { at, precision, clock, what }
+    }
+}
+
+/// Clock time for evidence: `21:07:26.881`.
+pub fn hms(t: Timestamp) -> String {
+    let z = t.to_zoned(jiff::tz::TimeZone::UTC);
+    let ms = z.subsec_nanosecond() / 1_000_000;
+    format!("{:02}:{:02}:{:02}.{:03}", z.hour(), z.minute(), z.second(), ms)
+}
+
+const SECOND: SignedDuration = SignedDuration::from_secs(1);
+const ZERO: SignedDuration = SignedDuration::ZERO;
+
+/// Looks up template variables (`${pod.name}`, ...) in the observed pod.
+pub fn template_value(tl: &Timeline, name: &str) -> Option<String> {
+    let p = &tl.pod;
+    let v = match name {
+        "pod.name" => p.name.clone(),
+        "pod.namespace" => p.namespace.clone(),
+        "pod.uid" => p.uid.clone(),
+        "pod.ip" => p.pod_ips.first()?.clone(),
+        "pod.serviceAccountName" => p.service_account.clone()?,
+        "node.name" => p.node.clone()?,
+        "host.ip" => p.host_ips.first()?.clone(),
+        _ => return None,
+    };
+    (!v.is_empty()).then_some(v)
+}
+
+pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
+    p.compile(&|n| template_value(tl, n))
+}
+
+/// The instances a selector picks, in order.
+pub fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
+    let all: Vec<&Instance> = tl.instances_of(container).collect();
+    match sel {
+        InstanceSel::Any => all,
+        InstanceSel::Last => all.last().copied().into_iter().collect(),
+        InstanceSel::Nth(n) => all.into_iter().filter(|i| i.instance == n).collect(),
+    }
+}
+
+/// Instance numbers a selector picks among those that logged (logs can exist for an instance
+/// the status never showed).
+fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec<u32>> {
+    let mut known: Vec<u32> = tl.instances_of(container).map(|i| i.instance).collect();
+    known.extend(tl.logs_of(container, None).map(|l| l.instance));
+    known.sort_unstable();
+    known.dedup();
+    match sel {
+        InstanceSel::Any => None,
+        InstanceSel::Last => Some(known.last().copied().into_iter().collect()),
+        InstanceSel::Nth(n) => Some(vec![n]),
+    }
+}
+
+/// Resolves a mark; `Err` explains why it has not (yet) occurred.
+pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
+    match spec {
+        MarkSpec::ContainerStarted(r) => {
+            let inst = select_instances(tl, &r.container, r.instance);
+            let i = inst.first().ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let t = i.started_at.ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
+            Ok(Hit::new(t, SECOND, Clock::Node, format!("{}#{} startedAt {}", i.container, i.instance, hms(t))))
+        }
+        MarkSpec::ContainerTerminated(r) => {
+            let inst = select_instances(tl, &r.container, r.instance);
+            let i = inst.first().ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let t = i.finished_at.ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
+            Ok(Hit::new(t, SECOND, Clock::Node, format!("{}#{} finishedAt {}", i.container, i.instance, hms(t))))
+        }
+        MarkSpec::ContainerSeen(s) => {
+            for snap in &tl.snapshots {
+                let Some(c) = snap.container(&s.container) else { continue };
+                let state_ok = matches!(
+                    (&c.state, s.state),
+                    (State::Waiting { .. }, ContainerState::Waiting)
+                        | (State::Running { .. }, ContainerState::Running)
+                        | (State::Terminated(_), ContainerState::Terminated)
+                );
+                let inst_ok = match (s.instance, c.instance) {
+                    (InstanceSel::Any, _) | (InstanceSel::Last, _) => true,
+                    (InstanceSel::Nth(n), Some(i)) => n == i,
+                    // Waiting before any start has no instance: it precedes instance 0.
+                    (InstanceSel::Nth(n), None) => n == c.restart_count,
+                };
+                if state_ok && inst_ok {
+                    return Ok(Hit::new(
+                        snap.received,
+                        ZERO,
+                        Clock::Harness,
+                        format!("{} seen {} @{}", s.container, s.state, hms(snap.received)),
+                    ));
+                }
+            }
+            Err(format!("`{}`{} never seen {}", s.container, s.instance, s.state))
+        }
+        MarkSpec::Restarts(r) => tl
+            .snapshots
+            .iter()
+            .find(|s| s.container(&r.container).is_some_and(|c| c.restart_count >= r.count))
+            .map(|s| Hit::new(s.received, ZERO, Clock::Harness, format!("{} restartCount {} @{}", r.container, r.count, hms(s.received))))
+            .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
+        MarkSpec::Log(l) => {
+            let re = compile(&l.regex, tl)?;
+            let inst = log_instances(tl, &l.container, l.instance);
+            let mut lines: Vec<_> = tl
+                .logs_of(&l.container, None)
+                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)) && re.is_match(&x.text))
+                .collect();
+            lines.sort_by_key(|x| x.time);
+            let line = l
+                .occurrence
+                .pick(&lines)
+                .ok_or_else(|| format!("no {} log line {} in `{}`{} ({} matching)", l.occurrence, l.regex, l.container, l.instance, lines.len()))?;
+            Ok(Hit::new(line.time, ZERO, Clock::Node, format!("\"{}\" {} log {}#{}", line.text, hms(line.time), line.container, line.instance)))
+        }
+        MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) => {
+            let first = matches!(spec, MarkSpec::FirstLogLine(_));
+            let inst = log_instances(tl, &r.container, r.instance);
+            let mut lines: Vec<_> =
+                tl.logs_of(&r.container, None).filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance))).collect();
+            lines.sort_by_key(|x| x.time);
+            let line = if first { lines.first() } else { lines.last() };
+            let line = line.ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+            let which = if first { "first" } else { "last" };
+            Ok(Hit::new(
+                line.time,
+                ZERO,
+                Clock::Node,
+                format!("{which} log line \"{}\" {} {}#{}", line.text, hms(line.time), line.container, line.instance),
+            ))
+        }
+        MarkSpec::Event(e) => {
+            let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
+            let matches: Vec<_> = tl
+                .events
+                .iter()
+                .filter(|o| {
+                    o.reason == e.reason
+                        && e.container.as_ref().is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
+                        && re.as_ref().is_none_or(|r| r.is_match(&o.message))
+                })
+                .collect();
+            let o = e.occurrence.pick(&matches).ok_or_else(|| format!("no {} {} event ({} seen)", e.occurrence, e.reason, matches.len()))?;
+            Ok(Hit::new(o.received, ZERO, Clock::Harness, format!("{} event #{} received {}", o.reason, o.count, hms(o.received))))
+        }
+        MarkSpec::Phase(p) => tl
+            .snapshots
+            .iter()
+            .find(|s| s.phase.as_deref() == Some(p.as_str()))
+            .map(|s| Hit::new(s.received, ZERO, Clock::Harness, format!("phase {p} seen {}", hms(s.received))))
+            .ok_or_else(|| format!("phase {p} never observed")),
+        MarkSpec::Condition(c) => {
+            let want = format!("{:?}", c.status);
+            let mut prev: Option<String> = None;
+            let mut hits = vec![];
+            for s in &tl.snapshots {
+                let cur = s.condition(&c.r#type).map(|x| x.status.clone());
+                if cur.as_deref() == Some(want.as_str()) && prev.as_deref() != Some(want.as_str()) {
+                    hits.push(s.received);
+                }
+                if cur.is_some() {
+                    prev = cur;
+                }
+            }
+            let t = pick(c.occurrence, &hits).ok_or_else(|| format!("{}={} never observed ({} times seen)", c.r#type, want, hits.len()))?;
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{}={} seen {}", c.r#type, want, hms(t))))
+        }
+        MarkSpec::PodGone => tl
+            .deleted
+            .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))))
+            .ok_or_else(|| "the pod was never seen deleted".to_string()),
+        MarkSpec::Action(a) => {
+            let times: Vec<_> = tl.actions.iter().filter(|x| x.kind == a.action).map(|x| x.sent).collect();
+            let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
+            let name = match a.action {
+                ActionKind::Apply => "apply",
+                ActionKind::Delete => "DELETE",
+            };
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t))))
+        }
+    }
+}
+
+fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
+    o.pick(items)
+}

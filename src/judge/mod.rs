@@ -1,0 +1,599 @@
+//! The judge: pure functions `Expectation × Timeline → Verdict`, each verdict with evidence
+//! (what was expected, what was measured, which marks were used). No I/O.
+
+pub mod marks;
+
+use jiff::{SignedDuration, Timestamp};
+use serde::{Deserialize, Serialize};
+
+use crate::observe::{State, Timeline};
+use crate::suite::model::*;
+use crate::suite::types::{Count, InstanceSel};
+use crate::util::fmt_secs;
+use marks::{Hit, compile, resolve};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// The timeline ended (or has not yet got far enough) to decide.
+    Undecided,
+}
+
+/// The judgement of one expectation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// Index in the case's `expect` list.
+    pub index: usize,
+    pub kind: String,
+    pub outcome: Outcome,
+    /// One line: expectation, measurement, marks used.
+    pub evidence: String,
+    /// Measured values in seconds (gaps, back-off intervals), for statistics and diffs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<f64>,
+}
+
+/// Judges every expectation of a case. When `tl.complete` is false, expectations that cannot
+/// be decided yet are `Undecided` (the runner judges again as data arrives).
+pub fn judge_case(case: &Case, tl: &Timeline) -> Vec<Verdict> {
+    case.expect.iter().enumerate().map(|(i, e)| judge(case, e, tl, i)).collect()
+}
+
+/// True when every verdict passed.
+pub fn all_pass(v: &[Verdict]) -> bool {
+    v.iter().all(|v| v.outcome == Outcome::Pass)
+}
+
+/// True when no verdict is still undecided.
+pub fn all_decided(v: &[Verdict]) -> bool {
+    v.iter().all(|v| v.outcome != Outcome::Undecided)
+}
+
+struct J {
+    outcome: Outcome,
+    evidence: String,
+    measured: Vec<f64>,
+}
+
+fn pass(e: impl Into<String>) -> J {
+    J { outcome: Outcome::Pass, evidence: e.into(), measured: vec![] }
+}
+fn fail(e: impl Into<String>) -> J {
+    J { outcome: Outcome::Fail, evidence: e.into(), measured: vec![] }
+}
+fn undecided(e: impl Into<String>) -> J {
+    J { outcome: Outcome::Undecided, evidence: e.into(), measured: vec![] }
+}
+
+pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdict {
+    let j = match e {
+        Expectation::Phase(p) => phase(*p, tl),
+        Expectation::Phases(seq) => phases(seq, tl),
+        Expectation::Container(c) => container(c, tl),
+        Expectation::Condition(c) => condition(c, tl),
+        Expectation::Order(list) => order(case, list, tl),
+        Expectation::Gap(g) => gap(case, g, tl),
+        Expectation::Event(ev) => event(ev, tl),
+        Expectation::Log(l) => log(l, tl),
+        Expectation::Backoff(b) => backoff(b, tl),
+        Expectation::Never(n) => never(case, n, tl),
+    };
+    Verdict { index, kind: e.kind().to_string(), outcome: j.outcome, evidence: j.evidence, measured: j.measured }
+}
+
+fn lookup(case: &Case, r: &MarkRef) -> Result<MarkSpec, String> {
+    match r {
+        MarkRef::Named(n) => case
+            .marks
+            .get(&n.value)
+            .cloned()
+            .or_else(|| crate::suite::load::builtin_mark(&n.value))
+            .ok_or_else(|| format!("undefined mark `{}`", n.value)),
+        MarkRef::Inline(m) => Ok((**m).clone()),
+    }
+}
+
+/// Resolves a mark reference; `Err` carries the undecided/fail explanation.
+fn mark(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, String> {
+    let spec = lookup(case, r)?;
+    resolve(&spec, tl).map_err(|why| format!("mark {} not found: {why}", r.label()))
+}
+
+fn phase(p: PodPhase, tl: &Timeline) -> J {
+    let seen = tl.final_phase();
+    let label = seen.unwrap_or("none");
+    if !tl.settled() {
+        if seen == Some(p.as_str()) {
+            return undecided(format!("final phase: expected {p}, currently {label} (pod not settled yet)"));
+        }
+        return undecided(format!("final phase: expected {p}, currently {label}"));
+    }
+    if seen == Some(p.as_str()) {
+        pass(format!("final phase {p}"))
+    } else {
+        fail(format!("final phase: expected {p}, observed {label}"))
+    }
+}
+
+/// Distinct consecutive phases observed.
+pub fn phase_sequence(tl: &Timeline) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    for s in &tl.snapshots {
+        if let Some(p) = &s.phase
+            && out.last() != Some(p)
+        {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
+    let seen = phase_sequence(tl);
+    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
+    if seen.iter().map(String::as_str).eq(want.iter().copied()) {
+        if tl.settled() { pass(format!("phases {}", want.join(" → "))) } else { undecided(format!("phases: {shown} so far")) }
+    } else if !tl.settled() && want.starts_with(&seen.iter().map(String::as_str).collect::<Vec<_>>()) {
+        undecided(format!("phases: {shown} so far"))
+    } else {
+        fail(format!("phases: {shown}"))
+    }
+}
+
+fn container(c: &ContainerExpect, tl: &Timeline) -> J {
+    let name = c.name.as_str();
+    let last = tl.snapshots.iter().rev().find_map(|s| s.container(name));
+    let instances: Vec<_> = tl.instances_of(name).collect();
+    let logged = tl.logs_of(name, None).count();
+    let final_ = tl.settled();
+    if c.never_started {
+        if instances.is_empty() && logged == 0 {
+            return if final_ {
+                pass(format!("`{name}` never started"))
+            } else {
+                undecided(format!("`{name}` has not started so far"))
+            };
+        }
+        return fail(format!("`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed", instances.len()));
+    }
+    let Some(st) = last else {
+        return if final_ { fail(format!("no status observed for `{name}`")) } else { undecided(format!("no status for `{name}` yet")) };
+    };
+    let mut problems = vec![];
+    let mut facts = vec![];
+    let mut early_fail = false;
+    // Final state of the selected instance.
+    let (state_name, reason, exit_code) = match c.instance {
+        InstanceSel::Last | InstanceSel::Any => {
+            let exit = match &st.state {
+                State::Terminated(t) => Some(t.exit_code),
+                _ => st.last_terminated.as_ref().map(|t| t.exit_code),
+            };
+            (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
+        }
+        InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
+            Some(i) => {
+                let state = if i.finished_at.is_some() || i.exit_code.is_some() { "terminated" } else { "running" };
+                (state.to_string(), i.reason.clone(), i.exit_code)
+            }
+            None => ("absent".to_string(), None, None),
+        },
+    };
+    let inst_label = match c.instance {
+        InstanceSel::Nth(n) => format!("{name}#{n}"),
+        _ => name.to_string(),
+    };
+    if let Some(s) = c.state {
+        let got = state_name.as_str();
+        facts.push(format!("state {got}"));
+        if got != s.to_string() {
+            problems.push(format!("state: expected {s}, observed {got}"));
+        }
+    }
+    if let Some(code) = c.exit_code {
+        facts.push(format!("exitCode {}", exit_code.map_or("none".into(), |e| e.to_string())));
+        if exit_code != Some(code) {
+            problems.push(format!("exitCode: expected {code}, observed {}", exit_code.map_or("none".into(), |e| e.to_string())));
+        }
+    }
+    if let Some(r) = &c.reason {
+        let got = reason.clone().unwrap_or_else(|| "none".into());
+        facts.push(format!("reason {got}"));
+        if reason.as_deref() != Some(r.as_str()) {
+            problems.push(format!("reason: expected {r}, observed {got}"));
+        }
+    }
+    if let Some(rc) = &c.restart_count {
+        let got = u64::from(st.restart_count);
+        facts.push(format!("restartCount {got}"));
+        if !rc.matches(got) {
+            problems.push(format!("restartCount: expected {rc}, observed {got}"));
+            if rc.exactly.is_some_and(|e| got > e) || rc.at_most.is_some_and(|m| got > m) {
+                early_fail = true;
+            }
+        }
+    }
+    if !c.waiting_reasons_seen.is_empty() {
+        let seen: std::collections::BTreeSet<String> = tl
+            .snapshots
+            .iter()
+            .filter_map(|s| s.container(name))
+            .filter_map(|c| match &c.state {
+                State::Waiting { reason: Some(r), .. } => Some(r.clone()),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<_> = c.waiting_reasons_seen.iter().filter(|r| !seen.contains(*r)).cloned().collect();
+        facts.push(format!("waiting reasons seen [{}]", seen.iter().cloned().collect::<Vec<_>>().join(", ")));
+        if !missing.is_empty() {
+            problems.push(format!(
+                "waiting reasons: expected to see [{}], observed [{}]",
+                missing.join(", "),
+                seen.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    if problems.is_empty() {
+        if final_ {
+            pass(format!("{inst_label}: {}", facts.join(", ")))
+        } else {
+            undecided(format!("{inst_label}: {} so far (pod not settled)", facts.join(", ")))
+        }
+    } else if final_ || early_fail {
+        fail(format!("{inst_label}: {}", problems.join("; ")))
+    } else {
+        undecided(format!("{inst_label}: {} so far", problems.join("; ")))
+    }
+}
+
+/// Distinct consecutive statuses of a condition.
+pub fn condition_sequence(tl: &Timeline, ty: &str) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    for s in &tl.snapshots {
+        if let Some(c) = s.condition(ty)
+            && out.last() != Some(&c.status)
+        {
+            out.push(c.status.clone());
+        }
+    }
+    out
+}
+
+fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
+    let seq = condition_sequence(tl, &c.r#type);
+    let seen = format!("[{}]", seq.join(" → "));
+    let ty = &c.r#type;
+    let mut problems = vec![];
+    let mut early_fail = false;
+    if let Some(want) = &c.sequence {
+        let want: Vec<String> = want.iter().map(|s| format!("{s:?}")).collect();
+        if seq != want {
+            problems.push(format!("expected sequence [{}]", want.join(" → ")));
+            if !want.starts_with(&seq) {
+                early_fail = true;
+            }
+        }
+    }
+    if let Some(last) = &c.last {
+        let want = format!("{last:?}");
+        if seq.last() != Some(&want) {
+            problems.push(format!("expected last status {want}"));
+        }
+    }
+    if let Some([a, b]) = &c.never {
+        let (a, b) = (format!("{a:?}"), format!("{b:?}"));
+        if seq.windows(2).any(|w| w[0] == a && w[1] == b) {
+            problems.push(format!("transition {a} → {b} must never happen"));
+            early_fail = true;
+        }
+    }
+    if problems.is_empty() {
+        if tl.complete {
+            pass(format!("condition {ty}: observed {seen}"))
+        } else {
+            undecided(format!("condition {ty}: observed {seen} so far"))
+        }
+    } else if tl.complete || early_fail {
+        fail(format!("condition {ty}: {}; observed {seen}", problems.join("; ")))
+    } else {
+        undecided(format!("condition {ty}: {}; observed {seen} so far", problems.join("; ")))
+    }
+}
+
+fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
+    let mut hits = vec![];
+    for r in list {
+        match mark(case, r, tl) {
+            Ok(h) => hits.push((r.label(), h)),
+            Err(why) => return if tl.complete { undecided(format!("order: {why}")) } else { undecided(format!("order: waiting: {why}")) },
+        }
+    }
+    let mut notes = vec![];
+    for w in hits.windows(2) {
+        let ((la, a), (lb, b)) = (&w[0], &w[1]);
+        if a.at > b.at {
+            return fail(format!(
+                "order: expected {la} before {lb}, but {la} came {} later ({}; {})",
+                fmt_secs(secs(a.at.duration_since(b.at))),
+                a.what,
+                b.what
+            ));
+        }
+        if a.at == b.at && (a.precision > SignedDuration::ZERO || b.precision > SignedDuration::ZERO) {
+            notes.push(format!("{la} and {lb} in the same second (1 s status precision)"));
+        }
+    }
+    let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
+    let mut ev = format!("order: {}", chain.join(" < "));
+    if !notes.is_empty() {
+        ev.push_str(&format!(" [{}]", notes.join("; ")));
+    }
+    pass(ev)
+}
+
+fn secs(d: SignedDuration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
+    let a = match mark(case, &g.from, tl) {
+        Ok(h) => h,
+        Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
+    };
+    let b = match mark(case, &g.to, tl) {
+        Ok(h) => h,
+        Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
+    };
+    let measured = secs(b.at.duration_since(a.at));
+    // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
+    let lo_true = measured - secs(a.precision);
+    let hi_true = measured + secs(b.precision);
+    let (lo, hi, expected) = match (g.target, g.tolerance, g.min, g.max) {
+        (Some(t), tol, _, _) => {
+            let tol = tol.map(|d| d.as_secs_f64()).unwrap_or(0.0);
+            (Some(t.as_secs_f64() - tol), Some(t.as_secs_f64() + tol), format!("{} ±{}", t, fmt_secs(tol)))
+        }
+        (None, _, min, max) => {
+            let e = match (min, max) {
+                (Some(a), Some(b)) => format!("between {a} and {b}"),
+                (Some(a), None) => format!("at least {a}"),
+                (None, Some(b)) => format!("at most {b}"),
+                (None, None) => "any".into(),
+            };
+            (min.map(|d| d.as_secs_f64()), max.map(|d| d.as_secs_f64()), e)
+        }
+    };
+    let ok = lo.is_none_or(|lo| hi_true >= lo - 1e-9) && hi.is_none_or(|hi| lo_true <= hi + 1e-9);
+    let mut notes = vec![];
+    let widen = secs(a.precision) + secs(b.precision);
+    if widen > 0.0 {
+        notes.push(format!("tolerance widened by {}: status times have 1 s precision", fmt_secs(widen)));
+    }
+    if a.clock != b.clock {
+        notes.push("mixed clocks: harness and node".to_string());
+    }
+    let note = if notes.is_empty() { String::new() } else { format!(" [{}]", notes.join("; ")) };
+    let ev = format!(
+        "gap {}→{}: expected {expected}, measured {} ({}; {}){note}",
+        g.from.label(),
+        g.to.label(),
+        fmt_secs(measured),
+        a.what,
+        b.what
+    );
+    let mut j = if ok { pass(ev) } else { fail(ev) };
+    j.measured = vec![measured];
+    j
+}
+
+/// Decides a count: pass/fail once it can no longer change the answer.
+fn decide_count(count: &Count, n: u64, complete: bool, what: String) -> J {
+    let exceeded = count.exactly.is_some_and(|e| n > e) || count.at_most.is_some_and(|m| n > m);
+    let only_lower = count.exactly.is_none() && count.at_most.is_none();
+    if exceeded {
+        fail(format!("{what}: expected {count}, observed {n}"))
+    } else if count.matches(n) && (complete || only_lower) {
+        pass(format!("{what}: {n} observed ({count})"))
+    } else if !complete {
+        undecided(format!("{what}: expected {count}, {n} so far"))
+    } else {
+        fail(format!("{what}: expected {count}, observed {n}"))
+    }
+}
+
+fn event(e: &EventExpect, tl: &Timeline) -> J {
+    let re = match e.message.as_ref().map(|m| compile(m, tl)).transpose() {
+        Ok(r) => r,
+        Err(why) => return undecided(format!("event {}: {why}", e.reason)),
+    };
+    let all: Vec<_> = tl.events.iter().filter(|o| o.reason == e.reason).collect();
+    let matching: Vec<_> = all
+        .iter()
+        .filter(|o| {
+            e.container.as_ref().is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
+                && e.r#type.as_ref().is_none_or(|t| &o.r#type == t)
+                && re.as_ref().is_none_or(|r| r.is_match(&o.message))
+        })
+        .collect();
+    let mut what = format!("event {}", e.reason);
+    if let Some(c) = &e.container {
+        what.push_str(&format!(" on `{c}`"));
+    }
+    if let Some(m) = &e.message {
+        what.push_str(&format!(" message {m}"));
+    }
+    let count = e.count.unwrap_or(Count::at_least(1));
+    let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
+    if j.outcome != Outcome::Pass && matching.len() < all.len() {
+        let sample = all.iter().find(|o| !matching.iter().any(|m| std::ptr::eq(**m, **o))).map(|o| {
+            format!(" (other {} occurrences: e.g. on `{}`: \"{}\")", e.reason, o.container.as_deref().unwrap_or("pod"), o.message)
+        });
+        j.evidence.push_str(&sample.unwrap_or_default());
+    }
+    if let Some(last) = matching.last() {
+        j.evidence.push_str(&format!("; last \"{}\" received {}", last.message.trim_end(), marks::hms(last.received)));
+    }
+    j
+}
+
+fn log(l: &LogExpect, tl: &Timeline) -> J {
+    let re = match compile(&l.regex, tl) {
+        Ok(r) => r,
+        Err(why) => return undecided(format!("log {} in `{}`: {why}", l.regex, l.container)),
+    };
+    let lines: Vec<_> = tl
+        .logs_of(&l.container, None)
+        .filter(|x| match l.instance {
+            InstanceSel::Nth(n) => x.instance == n,
+            InstanceSel::Any => true,
+            InstanceSel::Last => Some(x.instance) == tl.logs_of(&l.container, None).map(|y| y.instance).max(),
+        })
+        .collect();
+    let matching: Vec<_> = lines.iter().filter(|x| re.is_match(&x.text)).collect();
+    let what = format!("log {} in `{}`{}", re.as_str(), l.container, l.instance);
+    let count = l.count.unwrap_or(Count::at_least(1));
+    let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
+    if let Some(first) = matching.first() {
+        j.evidence.push_str(&format!("; first \"{}\" {}#{} {}", first.text, first.container, first.instance, marks::hms(first.time)));
+    } else if j.outcome != Outcome::Pass {
+        let tail: Vec<_> = lines.iter().rev().take(3).rev().map(|x| format!("\"{}\"", x.text)).collect();
+        j.evidence.push_str(&format!("; {} line(s) from `{}`, last: {}", lines.len(), l.container, if tail.is_empty() { "none".into() } else { tail.join(", ") }));
+    }
+    j
+}
+
+/// One measured back-off interval.
+pub struct Interval {
+    pub from: Timestamp,
+    pub to: Timestamp,
+    pub slack: f64,
+    pub what: String,
+}
+
+/// Intervals between consecutive instances of a container.
+pub fn restart_intervals(tl: &Timeline, container: &str, measure: BackoffMeasure) -> Vec<Interval> {
+    let insts: Vec<_> = tl.instances_of(container).collect();
+    let mut out = vec![];
+    for w in insts.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        if b.instance != a.instance + 1 {
+            continue;
+        }
+        match measure {
+            BackoffMeasure::Status => {
+                if let (Some(f), Some(s)) = (a.finished_at, b.started_at) {
+                    out.push(Interval { from: f, to: s, slack: 1.0, what: format!("#{} finishedAt→#{} startedAt", a.instance, b.instance) });
+                }
+            }
+            BackoffMeasure::Logs => {
+                let last = tl.logs_of(container, Some(a.instance)).map(|l| l.time).max();
+                let first = tl.logs_of(container, Some(b.instance)).map(|l| l.time).min();
+                if let (Some(f), Some(s)) = (last, first) {
+                    out.push(Interval { from: f, to: s, slack: 0.0, what: format!("#{} last line→#{} first line", a.instance, b.instance) });
+                }
+            }
+        }
+    }
+    out
+}
+
+fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
+    let name = b.container.as_str();
+    let ivs = restart_intervals(tl, name, b.measure);
+    let measured: Vec<f64> = ivs.iter().map(|i| secs(i.to.duration_since(i.from))).collect();
+    let shown = format!("[{}]", measured.iter().map(|m| fmt_secs(*m)).collect::<Vec<_>>().join(", "));
+    let measure = match b.measure {
+        BackoffMeasure::Status => "status finishedAt→startedAt, ±1s precision",
+        BackoffMeasure::Logs => "last→first log line",
+    };
+    let bounds = |i: usize| -> (Option<f64>, Option<f64>) {
+        if let Some(d) = &b.doubling {
+            let base = d.base.as_secs_f64();
+            let nominal = if d.first_immediate {
+                if i == 0 { 0.0 } else { base * d.factor.powi(i as i32 - 1) }
+            } else {
+                base * d.factor.powi(i as i32)
+            };
+            let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
+            let early = d.early.map_or(0.0, |x| x.as_secs_f64());
+            let late = d.late.map_or(15.0, |x| x.as_secs_f64());
+            (Some(nominal - early), Some(nominal + late))
+        } else if let Some(x) = b.intervals.get(i) {
+            (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
+        } else {
+            (None, None)
+        }
+    };
+    let mut bad = vec![];
+    for (i, (m, iv)) in measured.iter().zip(&ivs).enumerate() {
+        let (lo, hi) = bounds(i);
+        let ok = lo.is_none_or(|lo| m + iv.slack >= lo - 1e-9) && hi.is_none_or(|hi| m - iv.slack <= hi + 1e-9);
+        if !ok {
+            let range = match (lo, hi) {
+                (Some(l), Some(h)) => format!("{}..{}", fmt_secs(l.max(0.0)), fmt_secs(h)),
+                (Some(l), None) => format!("≥{}", fmt_secs(l)),
+                (None, Some(h)) => format!("≤{}", fmt_secs(h)),
+                (None, None) => "any".into(),
+            };
+            bad.push(format!("interval {} ({}) = {} not in {range}", i + 1, iv.what, fmt_secs(*m)));
+        }
+    }
+    let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() { b.intervals.len() as u32 } else { 1 });
+    let mut j = if !bad.is_empty() {
+        fail(format!("backoff `{name}` ({measure}): measured {shown}: {}", bad.join("; ")))
+    } else if (measured.len() as u32) < want_restarts {
+        let e = format!("backoff `{name}`: expected at least {want_restarts} restart intervals, observed {} {shown}", measured.len());
+        if tl.complete { fail(e) } else { undecided(e) }
+    } else {
+        let model = match &b.doubling {
+            Some(d) => format!(
+                "doubling from {} ×{}{}{}",
+                d.base,
+                d.factor,
+                d.cap.map(|c| format!(" cap {c}")).unwrap_or_default(),
+                if d.first_immediate { ", first immediate" } else { "" }
+            ),
+            None => "explicit bounds".into(),
+        };
+        pass(format!("backoff `{name}` ({measure}): measured {shown} within {model}"))
+    };
+    j.measured = measured;
+    j
+}
+
+fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
+    let m = mark(case, &n.mark, tl);
+    match &n.before {
+        None => match m {
+            Ok(h) => fail(format!("never {}: it occurred ({})", n.mark.label(), h.what)),
+            Err(_) if tl.complete => pass(format!("never {}: did not occur", n.mark.label())),
+            Err(_) => undecided(format!("never {}: not so far", n.mark.label())),
+        },
+        Some(before) => {
+            let b = mark(case, before, tl);
+            match (m, b) {
+                (Ok(h), Ok(bh)) if h.at < bh.at => {
+                    fail(format!("never {} before {}: it occurred first ({}; {})", n.mark.label(), before.label(), h.what, bh.what))
+                }
+                (Ok(h), Err(_)) => fail(format!("never {} before {}: it occurred ({}) and {} did not", n.mark.label(), before.label(), h.what, before.label())),
+                (_, Ok(bh)) => pass(format!("never {} before {} ({})", n.mark.label(), before.label(), bh.what)),
+                (Err(_), Err(why)) => {
+                    if tl.complete {
+                        undecided(format!("never {} before {}: {why}", n.mark.label(), before.label()))
+                    } else {
+                        undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether a mark (by reference) has occurred; used by `waitFor` steps.
+pub fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, String> {
+    mark(case, r, tl)
+}
