@@ -28,11 +28,107 @@ pub enum Command {
     Schema,
     /// Judge one case against a recording folder or a timeline JSON written by `run`.
     Judge(JudgeArgs),
+    /// Run cases against the current cluster (or recordings with --replay) and write reports.
+    Run(RunArgs),
+    /// List every image the selected cases need (after --image overrides), to pre-load them.
+    Images(ImagesArgs),
     /// Print the timeline built from a recording folder (JSON).
     Timeline {
         /// A recording folder.
         source: PathBuf,
     },
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Only cases whose `suite::case` name contains this (libtest filter).
+    pub filter: Option<String>,
+    /// Match the filter exactly.
+    #[arg(long)]
+    pub exact: bool,
+    /// Skip cases whose name contains this (repeatable).
+    #[arg(long)]
+    pub skip: Vec<String>,
+    /// Cases run at the same time.
+    #[arg(long, default_value_t = 4)]
+    pub test_threads: usize,
+    /// List the cases instead of running them.
+    #[arg(long)]
+    pub list: bool,
+    /// Run only ignored cases (e.g. those needing a newer server).
+    #[arg(long)]
+    pub ignored: bool,
+    /// Run ignored cases too.
+    #[arg(long)]
+    pub include_ignored: bool,
+    /// Rerun a failed case up to N times; a pass after a failure is reported flaky.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Keep the namespaces of failed cases for debugging (`never` or `on-failure`).
+    #[arg(long, value_enum, default_value_t = KeepNamespaces::Never)]
+    pub keep_namespaces: KeepNamespaces,
+    /// Replay each case from DIR/<case-name>/ (a recording) instead of a live cluster.
+    #[arg(long, value_name = "DIR")]
+    pub replay: Option<PathBuf>,
+    /// Where reports go: <DIR>/<runid>/.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+    /// Also write the JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Override a template image: NAME=REFERENCE, e.g. busybox=registry.local/busybox:1.36.
+    #[arg(long = "image", value_name = "NAME=REF", value_parser = parse_image)]
+    pub images: Vec<(String, String)>,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current one).
+    #[arg(long)]
+    pub context: Option<String>,
+    /// Bound on waiting for a case namespace to be deleted.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub cleanup_timeout: std::time::Duration,
+    /// Observation tail after the last step, for late watch events.
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub settle: std::time::Duration,
+    /// Less console output.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Suite files or directories.
+    #[arg(long = "suites", default_value = "suites")]
+    pub suites: Vec<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepNamespaces {
+    Never,
+    OnFailure,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ImagesArgs {
+    /// Only cases whose `suite::case` name contains this.
+    pub filter: Option<String>,
+    #[arg(long)]
+    pub exact: bool,
+    #[arg(long)]
+    pub skip: Vec<String>,
+    /// Override a template image: NAME=REFERENCE.
+    #[arg(long = "image", value_name = "NAME=REF", value_parser = parse_image)]
+    pub images: Vec<(String, String)>,
+    #[arg(long = "suites", default_value = "suites")]
+    pub suites: Vec<PathBuf>,
+}
+
+fn parse_image(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected NAME=REFERENCE, got `{s}`")),
+    }
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration `{s}`: {e}"))
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -78,6 +174,8 @@ pub fn main() -> ExitCode {
         Command::Validate { paths } => validate(paths),
         Command::List(args) => list(args),
         Command::Judge(args) => judge_cmd(args),
+        Command::Run(args) => run_cmd(args),
+        Command::Images(args) => images_cmd(args),
         Command::Timeline { source } => match load_timeline(&source) {
             Ok(tl) => {
                 println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
@@ -206,4 +304,57 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     let passed = verdicts.len() - failed;
     println!("result: {}. {passed} passed; {failed} failed or undecided", if failed == 0 { "ok" } else { "FAILED" });
     if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+fn run_cmd(args: RunArgs) -> ExitCode {
+    let suites = match load_or_report(&args.suites) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let known: std::collections::BTreeSet<&String> = suites.iter().flat_map(|s| s.cases.iter().flat_map(|c| c.images.keys())).collect();
+    for (k, _) in &args.images {
+        if !known.contains(k) {
+            let names: Vec<_> = known.iter().map(|s| s.as_str()).collect();
+            eprintln!("error: --image {k}=...: no suite uses an image named `{k}` (known: {})", names.join(", "));
+            return ExitCode::from(2);
+        }
+    }
+    let opts = crate::run::RunOptions {
+        filter: args.filter,
+        exact: args.exact,
+        skip: args.skip,
+        test_threads: args.test_threads,
+        list: args.list,
+        ignored: args.ignored,
+        include_ignored: args.include_ignored,
+        retries: args.retries,
+        keep_on_failure: args.keep_namespaces == KeepNamespaces::OnFailure,
+        replay: args.replay,
+        reports_dir: args.reports,
+        junit: args.junit,
+        images: args.images.into_iter().collect(),
+        connect: crate::cluster::ConnectOptions { kubeconfig: args.kubeconfig, context: args.context },
+        cleanup_timeout: args.cleanup_timeout,
+        settle: args.settle,
+        quiet: args.quiet,
+    };
+    crate::run::run(opts, suites)
+}
+
+fn images_cmd(args: ImagesArgs) -> ExitCode {
+    let suites = match load_or_report(&args.suites) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let overrides: std::collections::BTreeMap<String, String> = args.images.into_iter().collect();
+    let mut all = std::collections::BTreeSet::new();
+    for c in suites.iter().flat_map(|s| &s.cases) {
+        if selected(&c.full_name(), args.filter.as_deref(), args.exact, &args.skip) {
+            all.extend(c.images_used(&overrides));
+        }
+    }
+    for i in all {
+        println!("{i}");
+    }
+    ExitCode::SUCCESS
 }

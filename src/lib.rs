@@ -3,8 +3,10 @@
 //! → `run` (cluster I/O) → `report` (files).
 
 pub mod cli;
+pub mod cluster;
 pub mod judge;
 pub mod observe;
 pub mod report;
+pub mod run;
 pub mod suite;
 pub mod util;

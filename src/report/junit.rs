@@ -1,0 +1,177 @@
+//! JUnit XML (`junit_report`) via quick-junit: one testsuite per suite file, one testcase per
+//! case, the cluster fingerprint as properties, evidence plus events and log tails on failure,
+//! flaky reruns as `flakyFailure`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
+
+use crate::judge::Outcome;
+use crate::observe::Timeline;
+use crate::run::case::{Attempt, AttemptStatus};
+use crate::run::{CaseReport, CaseStatus, RunSummary, failure_message};
+
+/// Lines of each container's log kept in system-out.
+const LOG_TAIL: usize = 20;
+
+pub fn junit_report(s: &RunSummary) -> Report {
+    let mut report = Report::new("podlife");
+    report.set_timestamp(ts(s.started));
+    report.set_time(dur(s.finished.duration_since(s.started).as_secs_f64()));
+    let mut suites: BTreeMap<&str, Vec<&CaseReport>> = BTreeMap::new();
+    for c in &s.cases {
+        suites.entry(c.suite.as_str()).or_default().push(c);
+    }
+    for (name, cases) in suites {
+        let mut ts_ = TestSuite::new(name);
+        ts_.add_property(("podlife.run", s.run_id.as_str()));
+        for (k, v) in s.fingerprint.properties() {
+            ts_.add_property((k.as_str(), v.as_str()));
+        }
+        for c in cases {
+            ts_.add_test_case(test_case(c));
+        }
+        report.add_test_suite(ts_);
+    }
+    report
+}
+
+fn ts(t: jiff::Timestamp) -> chrono_like::DateTime {
+    chrono_like::from(t)
+}
+
+fn dur(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+fn test_case(c: &CaseReport) -> TestCase {
+    let last = c.last();
+    let status = match c.status {
+        CaseStatus::Passed => TestCaseStatus::success(),
+        CaseStatus::Flaky => {
+            let mut st = TestCaseStatus::success();
+            for a in &c.attempts[..c.attempts.len() - 1] {
+                st.add_rerun(rerun(a));
+            }
+            st
+        }
+        CaseStatus::Failed | CaseStatus::Error => {
+            let kind = if c.status == CaseStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+            let mut st = TestCaseStatus::non_success(kind);
+            st.set_message(first_problem(last));
+            st.set_description(failure_message(c));
+            for a in c.attempts.iter().take(c.attempts.len().saturating_sub(1)) {
+                st.add_rerun(rerun(a));
+            }
+            st
+        }
+        CaseStatus::Ignored => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()));
+            st
+        }
+        CaseStatus::Interrupted => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message("interrupted (Ctrl-C)");
+            st
+        }
+    };
+    let mut tc = TestCase::new(c.case.as_str(), status);
+    tc.set_classname(c.suite.as_str());
+    if let Some(a) = last {
+        tc.set_time(dur(a.duration_s));
+        tc.set_timestamp(ts(a.started));
+        tc.set_assertions(a.verdicts.len());
+        tc.add_property(("apiRequests", a.api_requests.to_string().as_str()));
+        if let Some(ns) = &a.cleanup.namespace {
+            tc.add_property(("namespace", ns.as_str()));
+        }
+        if let Some(l) = &a.cleanup.leftover {
+            tc.add_property(("leftover", l.as_str()));
+        }
+    }
+    if let Some(r) = &c.reference {
+        tc.add_property(("reference", r.as_str()));
+    }
+    tc.set_system_out(system_out(c));
+    tc
+}
+
+fn first_problem(a: Option<&Attempt>) -> String {
+    let Some(a) = a else { return "no attempt".into() };
+    if let Some(e) = &a.error {
+        return e.clone();
+    }
+    a.verdicts.iter().find(|v| v.outcome != Outcome::Pass).map(|v| v.evidence.clone()).unwrap_or_default()
+}
+
+fn rerun(a: &Attempt) -> TestRerun {
+    let kind = if a.status == AttemptStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+    let mut r = TestRerun::new(kind);
+    r.set_message(first_problem(Some(a)));
+    r.set_time(dur(a.duration_s));
+    r.set_timestamp(ts(a.started));
+    r
+}
+
+/// Evidence for every verdict; on failure also the pod's events and each container's log tail.
+pub fn system_out(c: &CaseReport) -> String {
+    let mut out = String::new();
+    if !c.description.is_empty() {
+        out.push_str(&format!("{}\n", c.description));
+    }
+    if let Some(a) = c.last() {
+        for v in &a.verdicts {
+            let tag = match v.outcome {
+                Outcome::Pass => "PASS",
+                Outcome::Fail => "FAIL",
+                Outcome::Undecided => "UNDECIDED",
+            };
+            out.push_str(&format!("{tag} {}: {}\n", v.kind, v.evidence));
+        }
+    }
+    let failed = !matches!(c.status, CaseStatus::Passed | CaseStatus::Flaky | CaseStatus::Ignored);
+    if failed && let Some(tl) = &c.timeline {
+        out.push_str(&collected(tl));
+    }
+    out
+}
+
+/// Events and log tails, the "collectors on failure".
+pub fn collected(tl: &Timeline) -> String {
+    let mut out = String::from("\n--- events ---\n");
+    for e in &tl.events {
+        let on = e.container.as_deref().unwrap_or("pod");
+        out.push_str(&format!(
+            "{} {} {} ({on}) #{}: {}\n",
+            crate::judge::marks::hms(e.received),
+            e.r#type,
+            e.reason,
+            e.count,
+            e.message.trim_end()
+        ));
+    }
+    for c in &tl.pod.containers {
+        let lines: Vec<_> = tl.logs_of(&c.name, None).collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let skip = lines.len().saturating_sub(LOG_TAIL);
+        out.push_str(&format!("--- logs {} (last {} of {}) ---\n", c.name, lines.len() - skip, lines.len()));
+        for l in &lines[skip..] {
+            out.push_str(&format!("{} #{} {}\n", crate::judge::marks::hms(l.time), l.instance, l.text));
+        }
+    }
+    out
+}
+
+/// quick-junit takes chrono times; everything else in podlife uses jiff.
+mod chrono_like {
+    pub type DateTime = chrono::DateTime<chrono::FixedOffset>;
+    pub fn from(t: jiff::Timestamp) -> DateTime {
+        let nanos = u32::try_from(t.subsec_nanosecond()).unwrap_or(0);
+        let utc = chrono::FixedOffset::east_opt(0).expect("UTC offset");
+        chrono::DateTime::from_timestamp(t.as_second(), nanos).map(|d| d.with_timezone(&utc)).unwrap_or_default()
+    }
+}

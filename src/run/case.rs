@@ -1,0 +1,502 @@
+//! Running one case (`CaseRun`): live against a cluster, or replayed from a recording. Both end
+//! in the same `Attempt`: a timeline, verdicts, and what cleanup did.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::api::{Api, LogParams};
+use kube::runtime::watcher;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::cluster::{CaseApi, ClusterError};
+use crate::judge::{self, Outcome, Verdict};
+use crate::observe::{Action, ActionKind, Input, NewInstance, Observer, Recording, Timeline, WatchKind};
+use crate::suite::{LoadedCase, Step};
+
+/// How one attempt of a case ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AttemptStatus {
+    Passed,
+    Failed,
+    /// The harness could not run the case (API error, bad recording).
+    Error,
+    Interrupted,
+}
+
+/// What cleanup did for the case namespace.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Cleanup {
+    pub namespace: Option<String>,
+    pub deleted: bool,
+    pub kept: bool,
+    /// Set when the namespace could not be deleted or was still there at the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leftover: Option<String>,
+}
+
+/// One attempt of a case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub status: AttemptStatus,
+    pub verdicts: Vec<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started: Timestamp,
+    pub duration_s: f64,
+    pub api_requests: u64,
+    pub cleanup: Cleanup,
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
+}
+
+/// Shared state of a run that cases need.
+#[derive(Clone)]
+pub struct CaseEnv {
+    pub run_id: String,
+    pub images: std::collections::BTreeMap<String, String>,
+    pub cleanup_timeout: Duration,
+    pub keep_on_failure: bool,
+    /// Flips to true on Ctrl-C.
+    pub cancel: tokio::sync::watch::Receiver<bool>,
+    /// Namespaces created and not yet deleted (Ctrl-C deletes them).
+    pub live_namespaces: Arc<Mutex<BTreeSet<String>>>,
+    /// After the last step, how long to keep observing late watch events.
+    pub settle: Duration,
+    /// Print a "still waiting" line after this long without progress.
+    pub progress_every: Duration,
+}
+
+/// The namespace of a case: `podlife-<runid>-<case>`, at most 63 characters.
+pub fn namespace_name(run_id: &str, case: &str) -> String {
+    let mut n = format!("podlife-{run_id}-{case}");
+    n.truncate(63);
+    n.trim_end_matches('-').to_string()
+}
+
+fn failed_step(evidence: String) -> Verdict {
+    Verdict { index: usize::MAX, kind: "step".into(), outcome: Outcome::Fail, evidence, measured: vec![] }
+}
+
+/// Finishes an attempt from a complete timeline.
+fn conclude(case: &LoadedCase, tl: Timeline, step_failure: Option<Verdict>, started: Timestamp, t0: Instant) -> Attempt {
+    let mut verdicts = judge::judge_case(&case.spec, &tl);
+    if let Some(v) = step_failure {
+        verdicts.insert(0, v);
+    }
+    let status = if judge::all_pass(&verdicts) { AttemptStatus::Passed } else { AttemptStatus::Failed };
+    Attempt {
+        status,
+        verdicts,
+        error: None,
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: Some(tl),
+    }
+}
+
+fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    Attempt {
+        status: AttemptStatus::Error,
+        verdicts: vec![],
+        error: Some(error),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: tl,
+    }
+}
+
+/// Replays a case from a recording folder: same observer, same judge, same step checks.
+pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let rec = match Recording::read(dir) {
+        Ok(r) => r,
+        Err(e) => return errored(e.to_string(), started, t0, None),
+    };
+    let tl = rec.timeline();
+    // The recording must have done what the steps say, or the verdicts would judge something else.
+    let mut step_failure = None;
+    let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
+    for (i, s) in case.spec.steps.iter().enumerate() {
+        let problem = match s {
+            Step::WaitFor(w) => judge::mark_occurred(&case.spec, &w.until, &tl).err().map(|why| format!("steps[{i}] waitFor: the recording never reaches it: {why}")),
+            Step::Delete(d) => match deletes.next() {
+                None => Some(format!("steps[{i}] delete: the recording has no delete")),
+                Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
+                    "steps[{i}] delete: grace override {:?} but the recording used {:?}",
+                    d.grace_period_seconds, a.grace_period_seconds
+                )),
+                Some(_) => None,
+            },
+            Step::Sleep(_) => None,
+        };
+        if let Some(p) = problem {
+            step_failure = Some(failed_step(p));
+            break;
+        }
+    }
+    conclude(case, tl, step_failure, started, t0)
+}
+
+/// Messages from the stream tasks to the case loop.
+enum Msg {
+    Input(Input),
+    WatchError(String),
+}
+
+/// Runs a case against the cluster. Cleanup runs on every path, including Ctrl-C.
+pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let ns = namespace_name(&env.run_id, case.name());
+    let api = CaseApi::new(client, &ns);
+    // Registered before the create request: if we are interrupted in between, Ctrl-C cleanup
+    // still tries it (a 404 is fine).
+    env.live_namespaces.lock().expect("namespace registry").insert(ns.clone());
+    let mut attempt = match observe_case(&api, case, env, started, t0).await {
+        Ok(a) => a,
+        Err((e, tl)) => errored(e, started, t0, tl),
+    };
+    attempt.api_requests = api.requests();
+    let keep = env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
+    attempt.cleanup.namespace = Some(ns.clone());
+    if keep {
+        attempt.cleanup.kept = true;
+        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    } else {
+        match api.delete_namespace(env.cleanup_timeout).await {
+            Ok(true) => attempt.cleanup.deleted = true,
+            Ok(false) => {
+                attempt.cleanup.leftover = Some(format!(
+                    "namespace {ns} still terminating after {}",
+                    crate::util::fmt_secs(env.cleanup_timeout.as_secs_f64())
+                ))
+            }
+            Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
+        }
+        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    }
+    attempt.api_requests = api.requests();
+    attempt
+}
+
+type CaseError = (String, Option<Timeline>);
+
+async fn observe_case(api: &CaseApi, case: &LoadedCase, env: &CaseEnv, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
+    let mut cancel = env.cancel.clone();
+    if *cancel.borrow() {
+        return Ok(interrupted(started, t0, None));
+    }
+    api.create_namespace(&env.run_id, case.name()).await.map_err(|e| (e.to_string(), None))?;
+    let pod = case.render_pod(&env.images);
+    let pod_name = pod.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    let mut tasks = Tasks::default();
+    // Watches start before the apply so the first events are not missed.
+    tasks.spawn(watch_pods(api.pods(), pod_name.clone(), tx.clone()));
+    tasks.spawn(watch_events(Api::<Event>::namespaced(api.client.clone(), &api.namespace), tx.clone()));
+    let mut obs = Observer::new(Some(&pod_name), "live");
+    let deadline = Instant::now() + case.timeout;
+    let sent = Timestamp::now();
+    if let Err(e) = api.apply_pod(&pod).await {
+        tasks.abort_all();
+        return Err((e.to_string(), Some(obs.finish())));
+    }
+    obs.push(Input::Action(Action { kind: ActionKind::Apply, sent, done: Some(Timestamp::now()), grace_period_seconds: None, detail: None }));
+    let mut loop_ = Loop { api, case, env, obs, rx: &mut rx, tx: tx.clone(), tasks, pod_name: pod_name.clone(), watch_errors: 0 };
+
+    let mut step_failure = None;
+    let last_is_wait = matches!(case.spec.steps.last(), Some(Step::WaitFor(_)));
+    for (i, step) in case.spec.steps.iter().enumerate() {
+        let r = match step {
+            Step::WaitFor(w) => {
+                let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
+                let until = (Instant::now() + timeout).min(deadline);
+                let what = w.until.label();
+                loop_
+                    .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| judge::mark_occurred(&case.spec, &w.until, tl).is_ok())
+                    .await
+                    .map(|reached| {
+                        (!reached).then(|| {
+                            let why = judge::mark_occurred(&case.spec, &w.until, loop_.obs.timeline()).err().unwrap_or_default();
+                            failed_step(format!("steps[{i}] waitFor {what}: timed out after {}: {why}", crate::util::fmt_secs(timeout.as_secs_f64())))
+                        })
+                    })
+            }
+            Step::Sleep(d) => {
+                let until = (Instant::now() + d.0).min(deadline);
+                loop_.run_until(until, &mut cancel, "sleep", |_| false).await.map(|_| None)
+            }
+            Step::Delete(d) => {
+                let sent = Timestamp::now();
+                match api.delete_pod(&pod_name, d.grace_period_seconds).await {
+                    Ok(()) => {
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Delete,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: d.grace_period_seconds,
+                            detail: None,
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::Error(e.to_string())),
+                }
+            }
+        };
+        match r {
+            Ok(None) => {}
+            Ok(Some(v)) => {
+                step_failure = Some(v);
+                break;
+            }
+            Err(Stop::Interrupted) => {
+                loop_.tasks.abort_all();
+                return Ok(interrupted(started, t0, Some(loop_.obs.finish())));
+            }
+            Err(Stop::Error(e)) => {
+                loop_.tasks.abort_all();
+                return Err((e, Some(loop_.obs.finish())));
+            }
+        }
+    }
+    // Observation window: after a final waitFor, only a settle tail; otherwise until the pod
+    // settles or every expectation is decided, within the case timeout.
+    if step_failure.is_none() && !last_is_wait {
+        let r = loop_
+            .run_until(deadline, &mut cancel, "the pod to settle or all expectations to be decided", |tl| {
+                tl.settled() || judge::all_decided(&judge::judge_case(&case.spec, tl))
+            })
+            .await;
+        match r {
+            Err(Stop::Interrupted) => {
+                loop_.tasks.abort_all();
+                return Ok(interrupted(started, t0, Some(loop_.obs.finish())));
+            }
+            Err(Stop::Error(e)) => {
+                loop_.tasks.abort_all();
+                return Err((e, Some(loop_.obs.finish())));
+            }
+            Ok(_) => {}
+        }
+    }
+    if step_failure.is_none() {
+        let tail = (Instant::now() + env.settle).min(deadline.max(Instant::now()));
+        let _ = loop_.run_until(tail, &mut cancel, "settle", |_| false).await;
+    }
+    loop_.tasks.abort_all();
+    drop(tx);
+    let tl = loop_.obs.finish();
+    Ok(conclude(case, tl, step_failure, started, t0))
+}
+
+fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    Attempt {
+        status: AttemptStatus::Interrupted,
+        verdicts: vec![],
+        error: Some("interrupted (Ctrl-C)".into()),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: tl,
+    }
+}
+
+enum Stop {
+    Interrupted,
+    Error(String),
+}
+
+#[derive(Default)]
+struct Tasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl Tasks {
+    fn spawn(&mut self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.0.push(tokio::spawn(f));
+    }
+    fn abort_all(&mut self) {
+        for t in self.0.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+struct Loop<'a> {
+    api: &'a CaseApi,
+    case: &'a LoadedCase,
+    env: &'a CaseEnv,
+    obs: Observer,
+    rx: &'a mut mpsc::UnboundedReceiver<Msg>,
+    tx: mpsc::UnboundedSender<Msg>,
+    tasks: Tasks,
+    pod_name: String,
+    watch_errors: u32,
+}
+
+/// Consecutive watch failures after which a case errors out instead of waiting blind.
+const MAX_WATCH_ERRORS: u32 = 8;
+
+impl Loop<'_> {
+    /// Feeds inputs to the observer until `done` holds (true) or `until` passes (false).
+    async fn run_until(
+        &mut self,
+        until: Instant,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
+        what: &str,
+        done: impl Fn(&Timeline) -> bool,
+    ) -> Result<bool, Stop> {
+        let began = Instant::now();
+        let mut next_progress = began + self.env.progress_every;
+        loop {
+            if done(self.obs.timeline()) {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return Ok(false);
+            }
+            if now >= next_progress {
+                eprintln!(
+                    "    {}: waiting for {what} ({} elapsed, {} left)",
+                    self.case.full_name(),
+                    crate::util::fmt_secs((now - began).as_secs_f64().round()),
+                    crate::util::fmt_secs((until - now).as_secs_f64().round())
+                );
+                next_progress = now + self.env.progress_every;
+            }
+            let wake = until.min(next_progress);
+            tokio::select! {
+                msg = self.rx.recv() => match msg {
+                    Some(Msg::Input(i)) => {
+                        if matches!(i, Input::Pod { .. }) {
+                            self.watch_errors = 0;
+                        }
+                        self.obs.push(i);
+                        for n in self.obs.take_new_instances() {
+                            self.follow_logs(n);
+                        }
+                    }
+                    Some(Msg::WatchError(e)) => {
+                        self.watch_errors += 1;
+                        if self.watch_errors >= MAX_WATCH_ERRORS {
+                            return Err(Stop::Error(format!("pod watch keeps failing: {e}")));
+                        }
+                    }
+                    None => return Ok(false),
+                },
+                _ = tokio::time::sleep_until(wake.into()) => {}
+                _ = cancel.changed() => return Err(Stop::Interrupted),
+            }
+        }
+    }
+
+    /// Fetches an instance's log lines with timestamps: followed while it runs, in one go once
+    /// terminated, with `previous` when only seen as lastState.
+    fn follow_logs(&mut self, n: NewInstance) {
+        let lp = LogParams {
+            container: Some(n.container.clone()),
+            follow: !n.terminated && !n.previous,
+            previous: n.previous,
+            timestamps: true,
+            ..LogParams::default()
+        };
+        self.api.count();
+        let pods = self.api.pods();
+        let tx = self.tx.clone();
+        let name = self.pod_name.clone();
+        self.tasks.spawn(async move {
+            // A container can be between states when we ask; one retry covers that race.
+            for attempt in 0..2 {
+                match pods.log_stream(&name, &lp).await {
+                    Ok(stream) => {
+                        let mut lines = stream.lines();
+                        while let Ok(Some(line)) = lines.try_next().await {
+                            let input = Input::Log { received: Some(Timestamp::now()), container: n.container.clone(), instance: Some(n.instance), line };
+                            if tx.send(Msg::Input(input)).is_err() {
+                                return;
+                            }
+                        }
+                        return;
+                    }
+                    Err(_) if attempt == 0 => tokio::time::sleep(Duration::from_millis(500)).await,
+                    Err(_) => return,
+                }
+            }
+        });
+    }
+}
+
+async fn watch_pods(api: Api<Pod>, name: String, tx: mpsc::UnboundedSender<Msg>) {
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let mut stream = watcher(api, cfg).boxed();
+    while let Some(ev) = stream.next().await {
+        let msg = match ev {
+            Ok(watcher::Event::Apply(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Modified, pod: Box::new(p) }),
+            Ok(watcher::Event::InitApply(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Added, pod: Box::new(p) }),
+            Ok(watcher::Event::Delete(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Deleted, pod: Box::new(p) }),
+            Ok(_) => continue,
+            Err(e) => {
+                // The watcher re-lists and resumes by itself (410 Gone included); back off a little.
+                let m = Msg::WatchError(e.to_string());
+                if tx.send(m).is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
+async fn watch_events(api: Api<Event>, tx: mpsc::UnboundedSender<Msg>) {
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    while let Some(ev) = stream.next().await {
+        let (kind, e) = match ev {
+            Ok(watcher::Event::Apply(e)) => (WatchKind::Modified, e),
+            Ok(watcher::Event::InitApply(e)) => (WatchKind::Added, e),
+            Ok(_) => continue,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        if tx.send(Msg::Input(Input::Event { received: Timestamp::now(), kind, event: Box::new(e) })).is_err() {
+            return;
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send(c: kube::Client, case: &'static LoadedCase, env: &'static CaseEnv) {
+    fn is_send<T: Send>(_: T) {}
+    is_send(live_case(c, case, env));
+}
+
+impl From<ClusterError> for Stop {
+    fn from(e: ClusterError) -> Self {
+        Stop::Error(e.to_string())
+    }
+}

@@ -1,0 +1,453 @@
+//! The runner (`run`): plan → preflight → execute cases concurrently (libtest-mimic threads)
+//! → judge → cleanup (always, Ctrl-C included) → reports.
+
+pub mod case;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::{Cluster, ConnectOptions, Fingerprint};
+use crate::suite::{LoadedCase, Suite};
+use case::{Attempt, AttemptStatus, CaseEnv};
+
+/// Everything `podlife run` was asked to do, validated.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub filter: Option<String>,
+    pub exact: bool,
+    pub skip: Vec<String>,
+    pub test_threads: usize,
+    pub list: bool,
+    pub ignored: bool,
+    pub include_ignored: bool,
+    pub retries: u32,
+    pub keep_on_failure: bool,
+    pub replay: Option<PathBuf>,
+    pub reports_dir: PathBuf,
+    pub junit: Option<PathBuf>,
+    pub images: BTreeMap<String, String>,
+    pub connect: ConnectOptions,
+    pub cleanup_timeout: Duration,
+    pub settle: Duration,
+    pub quiet: bool,
+}
+
+/// Final status of a case over its attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CaseStatus {
+    Passed,
+    /// Passed after failing at least once.
+    Flaky,
+    Failed,
+    Error,
+    Ignored,
+    Interrupted,
+}
+
+/// Everything reported about one case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseReport {
+    pub suite: String,
+    pub suite_file: String,
+    pub case: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub tags: Vec<String>,
+    pub status: CaseStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_reason: Option<String>,
+    /// Every attempt, the last one deciding the status.
+    pub attempts: Vec<Attempt>,
+    /// Path of the timeline JSON (relative to the report folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_file: Option<String>,
+    #[serde(skip)]
+    pub timeline: Option<crate::observe::Timeline>,
+}
+
+impl CaseReport {
+    pub fn full_name(&self) -> String {
+        format!("{}::{}", self.suite, self.case)
+    }
+    pub fn last(&self) -> Option<&Attempt> {
+        self.attempts.last()
+    }
+}
+
+/// The summary JSON of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub run_id: String,
+    pub started: Timestamp,
+    pub finished: Timestamp,
+    pub fingerprint: Fingerprint,
+    pub passed: usize,
+    pub flaky: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub ignored: usize,
+    pub interrupted: bool,
+    /// Namespaces that could not be cleaned up.
+    pub leftovers: Vec<String>,
+    pub cases: Vec<CaseReport>,
+}
+
+/// A short, unique, DNS-safe run id.
+pub fn new_run_id() -> String {
+    let nanos = Timestamp::now().as_nanosecond() as u128;
+    let mut x = nanos ^ (u128::from(std::process::id()) << 64);
+    let alphabet = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut s = String::new();
+    for _ in 0..8 {
+        s.push(alphabet[(x % 36) as usize] as char);
+        x /= 36;
+    }
+    s
+}
+
+enum Backend {
+    Live(Cluster),
+    Replay(PathBuf),
+}
+
+/// Runs the selected cases and writes the reports. Returns the process exit code.
+pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
+    let cases: Vec<(Suite, LoadedCase)> =
+        suites.iter().flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone()))).collect();
+    let args = libtest_args(&opts);
+    if opts.list {
+        let trials = cases.iter().map(|(_, c)| libtest_mimic::Trial::test(c.full_name(), || Ok(()))).collect();
+        let _ = libtest_mimic::run(&args, trials);
+        return ExitCode::SUCCESS;
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let run_id = new_run_id();
+    let started = Timestamp::now();
+    let (backend, fingerprint) = match &opts.replay {
+        Some(dir) => {
+            if !dir.is_dir() {
+                eprintln!("error: --replay {}: no such directory", dir.display());
+                return ExitCode::from(2);
+            }
+            (Backend::Replay(dir.clone()), replay_fingerprint(dir))
+        }
+        None => {
+            let r = rt.block_on(async {
+                let c = Cluster::connect(&opts.connect).await?;
+                let fp = c.preflight().await?;
+                Ok::<_, crate::cluster::ClusterError>((c, fp))
+            });
+            match r {
+                Ok((c, fp)) => (Backend::Live(c), fp),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    run_with(opts, cases, backend_parts(backend), fingerprint, run_id, started, rt)
+}
+
+/// The backend split into what trials need (kept separate so tests can inject a client).
+pub enum Source {
+    Live(kube::Client),
+    Replay(PathBuf),
+}
+
+fn backend_parts(b: Backend) -> Source {
+    match b {
+        Backend::Live(c) => Source::Live(c.client),
+        Backend::Replay(d) => Source::Replay(d),
+    }
+}
+
+/// Runs with an already prepared source (used by `run` and by tests with a mock API server).
+pub fn run_with(
+    opts: RunOptions,
+    cases: Vec<(Suite, LoadedCase)>,
+    source: Source,
+    fingerprint: Fingerprint,
+    run_id: String,
+    started: Timestamp,
+    rt: tokio::runtime::Runtime,
+) -> ExitCode {
+    let outcome = execute(&opts, cases, source, fingerprint, run_id, started, &rt);
+    let code = outcome.exit_code();
+    // Give cleanup tasks a moment; then drop the runtime without blocking on stuck streams.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
+}
+
+/// What `execute` produced.
+pub struct RunOutcome {
+    pub summary: RunSummary,
+    pub report_dir: PathBuf,
+    pub any_failed: bool,
+}
+
+impl RunOutcome {
+    pub fn exit_code(&self) -> ExitCode {
+        if self.summary.interrupted {
+            ExitCode::from(130)
+        } else if self.any_failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn execute(
+    opts: &RunOptions,
+    cases: Vec<(Suite, LoadedCase)>,
+    source: Source,
+    fingerprint: Fingerprint,
+    run_id: String,
+    started: Timestamp,
+    rt: &tokio::runtime::Runtime,
+) -> RunOutcome {
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let live_namespaces: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let env = CaseEnv {
+        run_id: run_id.clone(),
+        images: opts.images.clone(),
+        cleanup_timeout: opts.cleanup_timeout,
+        keep_on_failure: opts.keep_on_failure,
+        cancel: cancel_rx,
+        live_namespaces: live_namespaces.clone(),
+        settle: opts.settle,
+        progress_every: Duration::from_secs(30),
+    };
+    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    if let Source::Live(_) = &source {
+        let flag = interrupted.clone();
+        rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ninterrupted: stopping cases and deleting this run's namespaces (Ctrl-C again to exit at once)");
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = cancel_tx.send(true);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(130);
+                }
+            }
+        });
+    } else {
+        std::mem::forget(cancel_tx);
+    }
+    let reports: Arc<Mutex<Vec<CaseReport>>> = Arc::default();
+    let server = fingerprint.server_minor();
+    let source = Arc::new(source);
+    let mut trials = vec![];
+    for (suite, case) in cases {
+        let (ignored, reason) = ignore_reason(&case, server, &source);
+        let name = case.full_name();
+        let reports = reports.clone();
+        let env = env.clone();
+        let source = source.clone();
+        let handle = rt.handle().clone();
+        let retries = opts.retries;
+        let interrupted = interrupted.clone();
+        let suite_file = suite.path.display().to_string();
+        let base = CaseReport {
+            suite: case.suite.clone(),
+            suite_file,
+            case: case.name().to_string(),
+            description: case.spec.description.clone(),
+            reference: case.spec.reference.clone(),
+            tags: case.tags.clone(),
+            status: CaseStatus::Ignored,
+            ignore_reason: reason.clone(),
+            attempts: vec![],
+            timeline_file: None,
+            timeline: None,
+        };
+        if ignored {
+            reports.lock().expect("reports").push(base.clone());
+        }
+        let trial = libtest_mimic::Trial::test(name, move || {
+            let mut report = base;
+            if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                report.status = CaseStatus::Interrupted;
+                reports.lock().expect("reports").push(report);
+                return Err("not started: run interrupted".into());
+            }
+            for _ in 0..=retries {
+                let attempt = match &*source {
+                    Source::Replay(dir) => case::replay_case(&case, &dir.join(case.name())),
+                    Source::Live(client) => handle.block_on(case::live_case(client.clone(), &case, &env)),
+                };
+                let status = attempt.status;
+                report.attempts.push(attempt);
+                if matches!(status, AttemptStatus::Passed | AttemptStatus::Interrupted) {
+                    break;
+                }
+                if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+            }
+            report.status = final_status(&report.attempts);
+            report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+            let message = failure_message(&report);
+            let status = report.status;
+            reports.lock().expect("reports").push(report);
+            match status {
+                CaseStatus::Passed | CaseStatus::Flaky => Ok(()),
+                _ => Err(message.into()),
+            }
+        })
+        .with_ignored_flag(ignored);
+        trials.push(trial);
+    }
+    let conclusion = libtest_mimic::run(&libtest_args(opts), trials);
+    let mut cases = std::mem::take(&mut *reports.lock().expect("reports"));
+    cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
+    // Ctrl-C: namespaces still registered belong to cases that never got to their cleanup.
+    let mut leftovers: Vec<String> =
+        cases.iter().filter_map(|c| c.last().and_then(|a| a.cleanup.leftover.clone())).collect();
+    if let Source::Live(client) = &*source {
+        let remaining: Vec<String> = live_namespaces.lock().expect("registry").iter().cloned().collect();
+        for ns in remaining {
+            let api = crate::cluster::CaseApi::new(client.clone(), &ns);
+            match rt.block_on(api.delete_namespace(opts.cleanup_timeout)) {
+                Ok(true) => {}
+                Ok(false) => leftovers.push(format!("namespace {ns} still terminating")),
+                Err(e) => leftovers.push(format!("namespace {ns}: {e}")),
+            }
+        }
+    }
+    let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
+    let summary = RunSummary {
+        run_id: run_id.clone(),
+        started,
+        finished: Timestamp::now(),
+        fingerprint,
+        passed: count(CaseStatus::Passed),
+        flaky: count(CaseStatus::Flaky),
+        failed: count(CaseStatus::Failed),
+        errors: count(CaseStatus::Error),
+        ignored: count(CaseStatus::Ignored),
+        interrupted: interrupted.load(std::sync::atomic::Ordering::SeqCst),
+        leftovers,
+        cases,
+    };
+    let report_dir = opts.reports_dir.join(&run_id);
+    let mut summary = summary;
+    match crate::report::write_all(&report_dir, opts.junit.as_deref(), &mut summary) {
+        Ok(paths) => {
+            if !opts.quiet {
+                println!("reports: {}", paths.join(", "));
+            }
+        }
+        Err(e) => eprintln!("error: writing reports: {e}"),
+    }
+    for l in &summary.leftovers {
+        eprintln!("leftover: {l}");
+    }
+    for c in &summary.cases {
+        if let Some(a) = c.last()
+            && a.cleanup.kept
+            && let Some(ns) = &a.cleanup.namespace
+        {
+            eprintln!("kept namespace {ns} of failed case {}: inspect with `kubectl -n {ns} get pods,events` and `kubectl -n {ns} logs --all-containers --prefix -l '' --ignore-errors`; delete with `kubectl delete namespace {ns}`", c.full_name());
+        }
+    }
+    RunOutcome { any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(), summary, report_dir }
+}
+
+fn final_status(attempts: &[Attempt]) -> CaseStatus {
+    let last = attempts.last().map(|a| a.status);
+    match last {
+        Some(AttemptStatus::Passed) if attempts.len() > 1 => CaseStatus::Flaky,
+        Some(AttemptStatus::Passed) => CaseStatus::Passed,
+        Some(AttemptStatus::Failed) => CaseStatus::Failed,
+        Some(AttemptStatus::Error) => CaseStatus::Error,
+        Some(AttemptStatus::Interrupted) | None => CaseStatus::Interrupted,
+    }
+}
+
+/// The message libtest-mimic prints for a failed case: failing verdicts, then the error.
+pub fn failure_message(r: &CaseReport) -> String {
+    let Some(a) = r.last() else { return "no attempt".into() };
+    let mut out = String::new();
+    if let Some(e) = &a.error {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    for v in &a.verdicts {
+        if v.outcome != crate::judge::Outcome::Pass {
+            let tag = if v.outcome == crate::judge::Outcome::Fail { "FAIL" } else { "UNDECIDED" };
+            out.push_str(&format!("{tag} {}: {}\n", v.kind, v.evidence));
+        }
+    }
+    if r.attempts.len() > 1 {
+        out.push_str(&format!("({} attempts)\n", r.attempts.len()));
+    }
+    out
+}
+
+fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source) -> (bool, Option<String>) {
+    if let (Some(min), Some(have)) = (case.min_server_version, server)
+        && have < min
+    {
+        return (true, Some(format!("needs server {}.{}, cluster is {}.{}", min.0, min.1, have.0, have.1)));
+    }
+    if let Source::Replay(dir) = source
+        && !dir.join(case.name()).is_dir()
+    {
+        return (true, Some(format!("no recording `{}` in {}", case.name(), dir.display())));
+    }
+    (false, None)
+}
+
+fn libtest_args(opts: &RunOptions) -> libtest_mimic::Arguments {
+    libtest_mimic::Arguments {
+        filter: opts.filter.clone(),
+        exact: opts.exact,
+        skip: opts.skip.clone(),
+        test_threads: Some(opts.test_threads.max(1)),
+        list: opts.list,
+        ignored: opts.ignored,
+        include_ignored: opts.include_ignored,
+        quiet: opts.quiet,
+        ..libtest_mimic::Arguments::default()
+    }
+}
+
+/// The fingerprint of recordings: `cluster-info.json` beside them, when present.
+pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
+    let mut fp = Fingerprint { source: Some(format!("replay:{}", dir.display())), ..Fingerprint::default() };
+    let Ok(text) = std::fs::read_to_string(dir.join("cluster-info.json")) else { return fp };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return fp };
+    let s = |p: &str| v.pointer(p).and_then(|x| x.as_str()).unwrap_or_default().to_string();
+    fp.server_version = s("/version/serverVersion/gitVersion");
+    fp.platform = Some(s("/version/serverVersion/platform"));
+    if v.pointer("/node/name").is_some() {
+        fp.nodes.push(crate::cluster::NodeInfo {
+            name: s("/node/name"),
+            ready: true,
+            kubelet_version: s("/node/nodeInfo/kubeletVersion"),
+            container_runtime_version: s("/node/nodeInfo/containerRuntimeVersion"),
+            kernel_version: s("/node/nodeInfo/kernelVersion"),
+            os_image: s("/node/nodeInfo/osImage"),
+            architecture: s("/node/nodeInfo/architecture"),
+        });
+    }
+    fp
+}
