@@ -9,7 +9,11 @@ use clap::{Parser, Subcommand};
 use crate::suite::{self, Suite};
 
 #[derive(Parser, Debug)]
-#[command(name = "podlife", version, about = "Certify how a Kubernetes node runs pods through their lifecycle")]
+#[command(
+    name = "podlife",
+    version,
+    about = "Certify how a Kubernetes node runs pods through their lifecycle"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -199,20 +203,34 @@ pub fn load_or_report(paths: &[PathBuf]) -> Result<Vec<Suite>, ExitCode> {
         for e in &errors {
             eprintln!("{e}");
         }
-        eprintln!("error: {} problem{} found", errors.len(), if errors.len() == 1 { "" } else { "s" });
+        eprintln!(
+            "error: {} problem{} found",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" }
+        );
         ExitCode::from(2)
     })
 }
 
 fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
-    if paths.is_empty() { vec![PathBuf::from("suites")] } else { paths }
+    if paths.is_empty() {
+        vec![PathBuf::from("suites")]
+    } else {
+        paths
+    }
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {
     match load_or_report(&default_paths(paths)) {
         Ok(suites) => {
             let cases: usize = suites.iter().map(|s| s.cases.len()).sum();
-            println!("ok: {} suite{}, {} case{}", suites.len(), plural(suites.len()), cases, plural(cases));
+            println!(
+                "ok: {} suite{}, {} case{}",
+                suites.len(),
+                plural(suites.len()),
+                cases,
+                plural(cases)
+            );
             ExitCode::SUCCESS
         }
         Err(code) => code,
@@ -230,7 +248,10 @@ pub fn selected(name: &str, filter: Option<&str>, exact: bool, skip: &[String]) 
         Some(f) if exact => name == f,
         Some(f) => name.contains(f),
     };
-    included && !skip.iter().any(|s| if exact { name == s } else { name.contains(s.as_str()) })
+    included
+        && !skip
+            .iter()
+            .any(|s| if exact { name == s } else { name.contains(s.as_str()) })
 }
 
 fn list(args: ListArgs) -> ExitCode {
@@ -275,8 +296,17 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
         Err(c) => return c,
     };
     let Some(case) = suites.iter().flat_map(|s| &s.cases).find(|c| c.name() == args.case) else {
-        let names: Vec<_> = suites.iter().flat_map(|s| &s.cases).map(|c| c.name().to_string()).collect();
-        eprintln!("error: {}: no case `{}` (cases: {})", args.suite.display(), args.case, names.join(", "));
+        let names: Vec<_> = suites
+            .iter()
+            .flat_map(|s| &s.cases)
+            .map(|c| c.name().to_string())
+            .collect();
+        eprintln!(
+            "error: {}: no case `{}` (cases: {})",
+            args.suite.display(),
+            args.case,
+            names.join(", ")
+        );
         return ExitCode::from(2);
     };
     let tl = match load_timeline(&args.source) {
@@ -288,7 +318,10 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     };
     let verdicts = crate::judge::judge_case(&case.spec, &tl);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&verdicts).expect("verdicts serialize"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&verdicts).expect("verdicts serialize")
+        );
     } else {
         println!(
             "judging {} on {} ({} snapshots, {} events, {} log lines)",
@@ -300,10 +333,20 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
         );
         print!("{}", crate::report::console::verdict_lines(&verdicts));
     }
-    let failed = verdicts.iter().filter(|v| v.outcome != crate::judge::Outcome::Pass).count();
+    let failed = verdicts
+        .iter()
+        .filter(|v| v.outcome != crate::judge::Outcome::Pass)
+        .count();
     let passed = verdicts.len() - failed;
-    println!("result: {}. {passed} passed; {failed} failed or undecided", if failed == 0 { "ok" } else { "FAILED" });
-    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    println!(
+        "result: {}. {passed} passed; {failed} failed or undecided",
+        if failed == 0 { "ok" } else { "FAILED" }
+    );
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn run_cmd(args: RunArgs) -> ExitCode {
@@ -311,11 +354,17 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let known: std::collections::BTreeSet<&String> = suites.iter().flat_map(|s| s.cases.iter().flat_map(|c| c.images.keys())).collect();
+    let known: std::collections::BTreeSet<&String> = suites
+        .iter()
+        .flat_map(|s| s.cases.iter().flat_map(|c| c.images.keys()))
+        .collect();
     for (k, _) in &args.images {
         if !known.contains(k) {
             let names: Vec<_> = known.iter().map(|s| s.as_str()).collect();
-            eprintln!("error: --image {k}=...: no suite uses an image named `{k}` (known: {})", names.join(", "));
+            eprintln!(
+                "error: --image {k}=...: no suite uses an image named `{k}` (known: {})",
+                names.join(", ")
+            );
             return ExitCode::from(2);
         }
     }
@@ -333,10 +382,14 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         reports_dir: args.reports,
         junit: args.junit,
         images: args.images.into_iter().collect(),
-        connect: crate::cluster::ConnectOptions { kubeconfig: args.kubeconfig, context: args.context },
+        connect: crate::cluster::ConnectOptions {
+            kubeconfig: args.kubeconfig,
+            context: args.context,
+        },
         cleanup_timeout: args.cleanup_timeout,
         settle: args.settle,
         quiet: args.quiet,
+        cancel: None,
     };
     crate::run::run(opts, suites)
 }

@@ -23,7 +23,9 @@ pub const FIELD_MANAGER: &str = "podlife";
 /// A harness error talking to the cluster (exit code 2 at preflight; a case error later).
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error("no cluster: {tried}: {reason} (to see podlife work without a cluster, use `podlife run --replay tests/fixtures/recordings`)")]
+    #[error(
+        "no cluster: {tried}: {reason} (to see podlife work without a cluster, use `podlife run --replay tests/fixtures/recordings`)"
+    )]
     NoConfig { tried: String, reason: String },
     #[error("cluster unreachable ({tried}): {reason}")]
     Unreachable { tried: String, reason: String },
@@ -49,7 +51,10 @@ fn api_err(what: impl Into<String>, e: &kube::Error) -> ClusterError {
     {
         return ClusterError::Forbidden(format!("{}: {}", what.into(), s.message));
     }
-    ClusterError::Api { what: what.into(), reason: describe(e) }
+    ClusterError::Api {
+        what: what.into(),
+        reason: describe(e),
+    }
 }
 
 /// How to connect: like kubectl.
@@ -135,23 +140,48 @@ impl Cluster {
     /// Reads configuration only: no request is sent.
     pub async fn connect(opts: &ConnectOptions) -> Result<Cluster, ClusterError> {
         let tried = opts.describe();
-        let kco = KubeConfigOptions { context: opts.context.clone(), ..Default::default() };
+        let kco = KubeConfigOptions {
+            context: opts.context.clone(),
+            ..Default::default()
+        };
         let config = match &opts.kubeconfig {
             Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| ClusterError::NoConfig { tried: tried.clone(), reason: one_line(&e) })?;
-                Config::from_custom_kubeconfig(kc, &kco).await.map_err(|e| ClusterError::NoConfig { tried: tried.clone(), reason: one_line(&e) })?
+                let kc = Kubeconfig::read_from(path).map_err(|e| ClusterError::NoConfig {
+                    tried: tried.clone(),
+                    reason: one_line(&e),
+                })?;
+                Config::from_custom_kubeconfig(kc, &kco)
+                    .await
+                    .map_err(|e| ClusterError::NoConfig {
+                        tried: tried.clone(),
+                        reason: one_line(&e),
+                    })?
             }
             None if opts.context.is_some() => {
-                Config::from_kubeconfig(&kco).await.map_err(|e| ClusterError::NoConfig { tried: tried.clone(), reason: one_line(&e) })?
+                Config::from_kubeconfig(&kco)
+                    .await
+                    .map_err(|e| ClusterError::NoConfig {
+                        tried: tried.clone(),
+                        reason: one_line(&e),
+                    })?
             }
-            None => Config::infer().await.map_err(|e| ClusterError::NoConfig { tried: tried.clone(), reason: one_line(&e) })?,
+            None => Config::infer().await.map_err(|e| ClusterError::NoConfig {
+                tried: tried.clone(),
+                reason: one_line(&e),
+            })?,
         };
-        let client = Client::try_from(config).map_err(|e| ClusterError::NoConfig { tried: tried.clone(), reason: one_line(&e) })?;
+        let client = Client::try_from(config).map_err(|e| ClusterError::NoConfig {
+            tried: tried.clone(),
+            reason: one_line(&e),
+        })?;
         Ok(Cluster { client, tried })
     }
 
     pub fn from_client(client: Client) -> Self {
-        Cluster { client, tried: "in-process client".into() }
+        Cluster {
+            client,
+            tried: "in-process client".into(),
+        }
     }
 
     /// Checks the server answers, its version, Ready nodes and every permission a run needs.
@@ -160,7 +190,10 @@ impl Cluster {
             .client
             .apiserver_version()
             .await
-            .map_err(|e| ClusterError::Unreachable { tried: self.tried.clone(), reason: describe(&e) })?;
+            .map_err(|e| ClusterError::Unreachable {
+                tried: self.tried.clone(),
+                reason: describe(&e),
+            })?;
         let mut fp = Fingerprint {
             server_version: v.git_version.clone(),
             platform: Some(v.platform.clone()),
@@ -229,7 +262,10 @@ impl Cluster {
             ..Default::default()
         };
         let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
-        let r = api.create(&PostParams::default(), &review).await.map_err(|e| api_err("create selfsubjectaccessreviews", &e))?;
+        let r = api
+            .create(&PostParams::default(), &review)
+            .await
+            .map_err(|e| api_err("create selfsubjectaccessreviews", &e))?;
         Ok(r.status.is_some_and(|s| s.allowed))
     }
 
@@ -254,7 +290,11 @@ fn one_line(e: &dyn std::fmt::Display) -> String {
 fn node_info(n: &Node) -> NodeInfo {
     let st = n.status.clone().unwrap_or_default();
     let info = st.node_info.unwrap_or_default();
-    let ready = st.conditions.iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+    let ready = st
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
     NodeInfo {
         name: n.metadata.name.clone().unwrap_or_default(),
         ready,
@@ -276,7 +316,11 @@ pub struct CaseApi {
 
 impl CaseApi {
     pub fn new(client: Client, namespace: &str) -> Self {
-        CaseApi { client, namespace: namespace.to_string(), requests: Arc::new(AtomicU64::new(0)) }
+        CaseApi {
+            client,
+            namespace: namespace.to_string(),
+            requests: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     /// Non-watch requests made so far (namespace, apply, delete, log fetches).
@@ -315,7 +359,11 @@ impl CaseApi {
     /// k8s-openapi are sent as written.
     pub async fn apply_pod(&self, pod: &serde_json::Value) -> Result<String, ClusterError> {
         self.count();
-        let name = pod.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let name = pod
+            .pointer("/metadata/name")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string();
         let mut pod = pod.clone();
         pod["metadata"]["namespace"] = serde_json::Value::String(self.namespace.clone());
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
@@ -354,7 +402,10 @@ impl CaseApi {
         let cond = kube::runtime::wait::conditions::is_deleted::<Namespace>(&uid);
         match tokio::time::timeout(wait, kube::runtime::wait::await_condition(api, &self.namespace, cond)).await {
             Ok(Ok(_)) => Ok(true),
-            Ok(Err(e)) => Err(ClusterError::Api { what: format!("wait for namespace {} to go", self.namespace), reason: e.to_string() }),
+            Ok(Err(e)) => Err(ClusterError::Api {
+                what: format!("wait for namespace {} to go", self.namespace),
+                reason: e.to_string(),
+            }),
             Err(_) => Ok(false),
         }
     }

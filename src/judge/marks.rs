@@ -29,7 +29,12 @@ pub struct Hit {
 
 impl Hit {
     fn new(at: Timestamp, precision: SignedDuration, clock: Clock, what: String) -> Self {
-        Hit { at, precision, clock, what }
+        Hit {
+            at,
+            precision,
+            clock,
+            what,
+        }
     }
 }
 
@@ -92,19 +97,39 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     match spec {
         MarkSpec::ContainerStarted(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
-            let i = inst.first().ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
-            let t = i.started_at.ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
-            Ok(Hit::new(t, SECOND, Clock::Node, format!("{}#{} startedAt {}", i.container, i.instance, hms(t))))
+            let i = inst
+                .first()
+                .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let t = i
+                .started_at
+                .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
+            Ok(Hit::new(
+                t,
+                SECOND,
+                Clock::Node,
+                format!("{}#{} startedAt {}", i.container, i.instance, hms(t)),
+            ))
         }
         MarkSpec::ContainerTerminated(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
-            let i = inst.first().ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
-            let t = i.finished_at.ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
-            Ok(Hit::new(t, SECOND, Clock::Node, format!("{}#{} finishedAt {}", i.container, i.instance, hms(t))))
+            let i = inst
+                .first()
+                .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let t = i
+                .finished_at
+                .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
+            Ok(Hit::new(
+                t,
+                SECOND,
+                Clock::Node,
+                format!("{}#{} finishedAt {}", i.container, i.instance, hms(t)),
+            ))
         }
         MarkSpec::ContainerSeen(s) => {
             for snap in &tl.snapshots {
-                let Some(c) = snap.container(&s.container) else { continue };
+                let Some(c) = snap.container(&s.container) else {
+                    continue;
+                };
                 let state_ok = matches!(
                     (&c.state, s.state),
                     (State::Waiting { .. }, ContainerState::Waiting)
@@ -132,7 +157,14 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             .snapshots
             .iter()
             .find(|s| s.container(&r.container).is_some_and(|c| c.restart_count >= r.count))
-            .map(|s| Hit::new(s.received, ZERO, Clock::Harness, format!("{} restartCount {} @{}", r.container, r.count, hms(s.received))))
+            .map(|s| {
+                Hit::new(
+                    s.received,
+                    ZERO,
+                    Clock::Harness,
+                    format!("{} restartCount {} @{}", r.container, r.count, hms(s.received)),
+                )
+            })
             .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
         MarkSpec::Log(l) => {
             let re = compile(&l.regex, tl)?;
@@ -142,17 +174,36 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)) && re.is_match(&x.text))
                 .collect();
             lines.sort_by_key(|x| x.time);
-            let line = l
-                .occurrence
-                .pick(&lines)
-                .ok_or_else(|| format!("no {} log line {} in `{}`{} ({} matching)", l.occurrence, l.regex, l.container, l.instance, lines.len()))?;
-            Ok(Hit::new(line.time, ZERO, Clock::Node, format!("\"{}\" {} log {}#{}", line.text, hms(line.time), line.container, line.instance)))
+            let line = l.occurrence.pick(&lines).ok_or_else(|| {
+                format!(
+                    "no {} log line {} in `{}`{} ({} matching)",
+                    l.occurrence,
+                    l.regex,
+                    l.container,
+                    l.instance,
+                    lines.len()
+                )
+            })?;
+            Ok(Hit::new(
+                line.time,
+                ZERO,
+                Clock::Node,
+                format!(
+                    "\"{}\" {} log {}#{}",
+                    line.text,
+                    hms(line.time),
+                    line.container,
+                    line.instance
+                ),
+            ))
         }
         MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) => {
             let first = matches!(spec, MarkSpec::FirstLogLine(_));
             let inst = log_instances(tl, &r.container, r.instance);
-            let mut lines: Vec<_> =
-                tl.logs_of(&r.container, None).filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance))).collect();
+            let mut lines: Vec<_> = tl
+                .logs_of(&r.container, None)
+                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+                .collect();
             lines.sort_by_key(|x| x.time);
             let line = if first { lines.first() } else { lines.last() };
             let line = line.ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
@@ -161,7 +212,13 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 line.time,
                 ZERO,
                 Clock::Node,
-                format!("{which} log line \"{}\" {} {}#{}", line.text, hms(line.time), line.container, line.instance),
+                format!(
+                    "{which} log line \"{}\" {} {}#{}",
+                    line.text,
+                    hms(line.time),
+                    line.container,
+                    line.instance
+                ),
             ))
         }
         MarkSpec::Event(e) => {
@@ -171,18 +228,35 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .iter()
                 .filter(|o| {
                     o.reason == e.reason
-                        && e.container.as_ref().is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
+                        && e.container
+                            .as_ref()
+                            .is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
                         && re.as_ref().is_none_or(|r| r.is_match(&o.message))
                 })
                 .collect();
-            let o = e.occurrence.pick(&matches).ok_or_else(|| format!("no {} {} event ({} seen)", e.occurrence, e.reason, matches.len()))?;
-            Ok(Hit::new(o.received, ZERO, Clock::Harness, format!("{} event #{} received {}", o.reason, o.count, hms(o.received))))
+            let o = e
+                .occurrence
+                .pick(&matches)
+                .ok_or_else(|| format!("no {} {} event ({} seen)", e.occurrence, e.reason, matches.len()))?;
+            Ok(Hit::new(
+                o.received,
+                ZERO,
+                Clock::Harness,
+                format!("{} event #{} received {}", o.reason, o.count, hms(o.received)),
+            ))
         }
         MarkSpec::Phase(p) => tl
             .snapshots
             .iter()
             .find(|s| s.phase.as_deref() == Some(p.as_str()))
-            .map(|s| Hit::new(s.received, ZERO, Clock::Harness, format!("phase {p} seen {}", hms(s.received))))
+            .map(|s| {
+                Hit::new(
+                    s.received,
+                    ZERO,
+                    Clock::Harness,
+                    format!("phase {p} seen {}", hms(s.received)),
+                )
+            })
             .ok_or_else(|| format!("phase {p} never observed")),
         MarkSpec::Condition(c) => {
             let want = format!("{:?}", c.status);
@@ -197,15 +271,26 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     prev = cur;
                 }
             }
-            let t = pick(c.occurrence, &hits).ok_or_else(|| format!("{}={} never observed ({} times seen)", c.r#type, want, hits.len()))?;
-            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{}={} seen {}", c.r#type, want, hms(t))))
+            let t = pick(c.occurrence, &hits)
+                .ok_or_else(|| format!("{}={} never observed ({} times seen)", c.r#type, want, hits.len()))?;
+            Ok(Hit::new(
+                t,
+                ZERO,
+                Clock::Harness,
+                format!("{}={} seen {}", c.r#type, want, hms(t)),
+            ))
         }
         MarkSpec::PodGone => tl
             .deleted
             .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))))
             .ok_or_else(|| "the pod was never seen deleted".to_string()),
         MarkSpec::Action(a) => {
-            let times: Vec<_> = tl.actions.iter().filter(|x| x.kind == a.action).map(|x| x.sent).collect();
+            let times: Vec<_> = tl
+                .actions
+                .iter()
+                .filter(|x| x.kind == a.action)
+                .map(|x| x.sent)
+                .collect();
             let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
             let name = match a.action {
                 ActionKind::Apply => "apply",

@@ -39,7 +39,11 @@ pub struct Verdict {
 /// Judges every expectation of a case. When `tl.complete` is false, expectations that cannot
 /// be decided yet are `Undecided` (the runner judges again as data arrives).
 pub fn judge_case(case: &Case, tl: &Timeline) -> Vec<Verdict> {
-    case.expect.iter().enumerate().map(|(i, e)| judge(case, e, tl, i)).collect()
+    case.expect
+        .iter()
+        .enumerate()
+        .map(|(i, e)| judge(case, e, tl, i))
+        .collect()
 }
 
 /// True when every verdict passed.
@@ -59,13 +63,25 @@ struct J {
 }
 
 fn pass(e: impl Into<String>) -> J {
-    J { outcome: Outcome::Pass, evidence: e.into(), measured: vec![] }
+    J {
+        outcome: Outcome::Pass,
+        evidence: e.into(),
+        measured: vec![],
+    }
 }
 fn fail(e: impl Into<String>) -> J {
-    J { outcome: Outcome::Fail, evidence: e.into(), measured: vec![] }
+    J {
+        outcome: Outcome::Fail,
+        evidence: e.into(),
+        measured: vec![],
+    }
 }
 fn undecided(e: impl Into<String>) -> J {
-    J { outcome: Outcome::Undecided, evidence: e.into(), measured: vec![] }
+    J {
+        outcome: Outcome::Undecided,
+        evidence: e.into(),
+        measured: vec![],
+    }
 }
 
 pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdict {
@@ -81,7 +97,13 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::Backoff(b) => backoff(b, tl),
         Expectation::Never(n) => never(case, n, tl),
     };
-    Verdict { index, kind: e.kind().to_string(), outcome: j.outcome, evidence: j.evidence, measured: j.measured }
+    Verdict {
+        index,
+        kind: e.kind().to_string(),
+        outcome: j.outcome,
+        evidence: j.evidence,
+        measured: j.measured,
+    }
 }
 
 fn lookup(case: &Case, r: &MarkRef) -> Result<MarkSpec, String> {
@@ -107,7 +129,9 @@ fn phase(p: PodPhase, tl: &Timeline) -> J {
     let label = seen.unwrap_or("none");
     if !tl.settled() {
         if seen == Some(p.as_str()) {
-            return undecided(format!("final phase: expected {p}, currently {label} (pod not settled yet)"));
+            return undecided(format!(
+                "final phase: expected {p}, currently {label} (pod not settled yet)"
+            ));
         }
         return undecided(format!("final phase: expected {p}, currently {label}"));
     }
@@ -136,7 +160,11 @@ fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
     let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
     let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
     if seen.iter().map(String::as_str).eq(want.iter().copied()) {
-        if tl.settled() { pass(format!("phases {}", want.join(" → "))) } else { undecided(format!("phases: {shown} so far")) }
+        if tl.settled() {
+            pass(format!("phases {}", want.join(" → ")))
+        } else {
+            undecided(format!("phases: {shown} so far"))
+        }
     } else if !tl.settled() && want.starts_with(&seen.iter().map(String::as_str).collect::<Vec<_>>()) {
         undecided(format!("phases: {shown} so far"))
     } else {
@@ -158,10 +186,17 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
                 undecided(format!("`{name}` has not started so far"))
             };
         }
-        return fail(format!("`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed", instances.len()));
+        return fail(format!(
+            "`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed",
+            instances.len()
+        ));
     }
     let Some(st) = last else {
-        return if final_ { fail(format!("no status observed for `{name}`")) } else { undecided(format!("no status for `{name}` yet")) };
+        return if final_ {
+            fail(format!("no status observed for `{name}`"))
+        } else {
+            undecided(format!("no status for `{name}` yet"))
+        };
     };
     let mut problems = vec![];
     let mut facts = vec![];
@@ -177,7 +212,11 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         }
         InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
             Some(i) => {
-                let state = if i.finished_at.is_some() || i.exit_code.is_some() { "terminated" } else { "running" };
+                let state = if i.finished_at.is_some() || i.exit_code.is_some() {
+                    "terminated"
+                } else {
+                    "running"
+                };
                 (state.to_string(), i.reason.clone(), i.exit_code)
             }
             None => ("absent".to_string(), None, None),
@@ -195,9 +234,15 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         }
     }
     if let Some(code) = c.exit_code {
-        facts.push(format!("exitCode {}", exit_code.map_or("none".into(), |e| e.to_string())));
+        facts.push(format!(
+            "exitCode {}",
+            exit_code.map_or("none".into(), |e| e.to_string())
+        ));
         if exit_code != Some(code) {
-            problems.push(format!("exitCode: expected {code}, observed {}", exit_code.map_or("none".into(), |e| e.to_string())));
+            problems.push(format!(
+                "exitCode: expected {code}, observed {}",
+                exit_code.map_or("none".into(), |e| e.to_string())
+            ));
         }
     }
     if let Some(r) = &c.reason {
@@ -227,8 +272,16 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
                 _ => None,
             })
             .collect();
-        let missing: Vec<_> = c.waiting_reasons_seen.iter().filter(|r| !seen.contains(*r)).cloned().collect();
-        facts.push(format!("waiting reasons seen [{}]", seen.iter().cloned().collect::<Vec<_>>().join(", ")));
+        let missing: Vec<_> = c
+            .waiting_reasons_seen
+            .iter()
+            .filter(|r| !seen.contains(*r))
+            .cloned()
+            .collect();
+        facts.push(format!(
+            "waiting reasons seen [{}]",
+            seen.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
         if !missing.is_empty() {
             problems.push(format!(
                 "waiting reasons: expected to see [{}], observed [{}]",
@@ -300,7 +353,10 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     } else if tl.complete || early_fail {
         fail(format!("condition {ty}: {}; observed {seen}", problems.join("; ")))
     } else {
-        undecided(format!("condition {ty}: {}; observed {seen} so far", problems.join("; ")))
+        undecided(format!(
+            "condition {ty}: {}; observed {seen} so far",
+            problems.join("; ")
+        ))
     }
 }
 
@@ -309,7 +365,13 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     for r in list {
         match mark(case, r, tl) {
             Ok(h) => hits.push((r.label(), h)),
-            Err(why) => return if tl.complete { undecided(format!("order: {why}")) } else { undecided(format!("order: waiting: {why}")) },
+            Err(why) => {
+                return if tl.complete {
+                    undecided(format!("order: {why}"))
+                } else {
+                    undecided(format!("order: waiting: {why}"))
+                };
+            }
         }
     }
     let mut notes = vec![];
@@ -355,7 +417,11 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     let (lo, hi, expected) = match (g.target, g.tolerance, g.min, g.max) {
         (Some(t), tol, _, _) => {
             let tol = tol.map(|d| d.as_secs_f64()).unwrap_or(0.0);
-            (Some(t.as_secs_f64() - tol), Some(t.as_secs_f64() + tol), format!("{} ±{}", t, fmt_secs(tol)))
+            (
+                Some(t.as_secs_f64() - tol),
+                Some(t.as_secs_f64() + tol),
+                format!("{} ±{}", t, fmt_secs(tol)),
+            )
         }
         (None, _, min, max) => {
             let e = match (min, max) {
@@ -371,12 +437,19 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     let mut notes = vec![];
     let widen = secs(a.precision) + secs(b.precision);
     if widen > 0.0 {
-        notes.push(format!("tolerance widened by {}: status times have 1 s precision", fmt_secs(widen)));
+        notes.push(format!(
+            "tolerance widened by {}: status times have 1 s precision",
+            fmt_secs(widen)
+        ));
     }
     if a.clock != b.clock {
         notes.push("mixed clocks: harness and node".to_string());
     }
-    let note = if notes.is_empty() { String::new() } else { format!(" [{}]", notes.join("; ")) };
+    let note = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", notes.join("; "))
+    };
     let ev = format!(
         "gap {}→{}: expected {expected}, measured {} ({}; {}){note}",
         g.from.label(),
@@ -414,7 +487,9 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
     let matching: Vec<_> = all
         .iter()
         .filter(|o| {
-            e.container.as_ref().is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
+            e.container
+                .as_ref()
+                .is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
                 && e.r#type.as_ref().is_none_or(|t| &o.r#type == t)
                 && re.as_ref().is_none_or(|r| r.is_match(&o.message))
         })
@@ -429,13 +504,25 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
     let count = e.count.unwrap_or(Count::at_least(1));
     let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
     if j.outcome != Outcome::Pass && matching.len() < all.len() {
-        let sample = all.iter().find(|o| !matching.iter().any(|m| std::ptr::eq(**m, **o))).map(|o| {
-            format!(" (other {} occurrences: e.g. on `{}`: \"{}\")", e.reason, o.container.as_deref().unwrap_or("pod"), o.message)
-        });
+        let sample = all
+            .iter()
+            .find(|o| !matching.iter().any(|m| std::ptr::eq(**m, **o)))
+            .map(|o| {
+                format!(
+                    " (other {} occurrences: e.g. on `{}`: \"{}\")",
+                    e.reason,
+                    o.container.as_deref().unwrap_or("pod"),
+                    o.message
+                )
+            });
         j.evidence.push_str(&sample.unwrap_or_default());
     }
     if let Some(last) = matching.last() {
-        j.evidence.push_str(&format!("; last \"{}\" received {}", last.message.trim_end(), marks::hms(last.received)));
+        j.evidence.push_str(&format!(
+            "; last \"{}\" received {}",
+            last.message.trim_end(),
+            marks::hms(last.received)
+        ));
     }
     j
 }
@@ -458,10 +545,31 @@ fn log(l: &LogExpect, tl: &Timeline) -> J {
     let count = l.count.unwrap_or(Count::at_least(1));
     let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
     if let Some(first) = matching.first() {
-        j.evidence.push_str(&format!("; first \"{}\" {}#{} {}", first.text, first.container, first.instance, marks::hms(first.time)));
+        j.evidence.push_str(&format!(
+            "; first \"{}\" {}#{} {}",
+            first.text,
+            first.container,
+            first.instance,
+            marks::hms(first.time)
+        ));
     } else if j.outcome != Outcome::Pass {
-        let tail: Vec<_> = lines.iter().rev().take(3).rev().map(|x| format!("\"{}\"", x.text)).collect();
-        j.evidence.push_str(&format!("; {} line(s) from `{}`, last: {}", lines.len(), l.container, if tail.is_empty() { "none".into() } else { tail.join(", ") }));
+        let tail: Vec<_> = lines
+            .iter()
+            .rev()
+            .take(3)
+            .rev()
+            .map(|x| format!("\"{}\"", x.text))
+            .collect();
+        j.evidence.push_str(&format!(
+            "; {} line(s) from `{}`, last: {}",
+            lines.len(),
+            l.container,
+            if tail.is_empty() {
+                "none".into()
+            } else {
+                tail.join(", ")
+            }
+        ));
     }
     j
 }
@@ -486,14 +594,24 @@ pub fn restart_intervals(tl: &Timeline, container: &str, measure: BackoffMeasure
         match measure {
             BackoffMeasure::Status => {
                 if let (Some(f), Some(s)) = (a.finished_at, b.started_at) {
-                    out.push(Interval { from: f, to: s, slack: 1.0, what: format!("#{} finishedAt→#{} startedAt", a.instance, b.instance) });
+                    out.push(Interval {
+                        from: f,
+                        to: s,
+                        slack: 1.0,
+                        what: format!("#{} finishedAt→#{} startedAt", a.instance, b.instance),
+                    });
                 }
             }
             BackoffMeasure::Logs => {
                 let last = tl.logs_of(container, Some(a.instance)).map(|l| l.time).max();
                 let first = tl.logs_of(container, Some(b.instance)).map(|l| l.time).min();
                 if let (Some(f), Some(s)) = (last, first) {
-                    out.push(Interval { from: f, to: s, slack: 0.0, what: format!("#{} last line→#{} first line", a.instance, b.instance) });
+                    out.push(Interval {
+                        from: f,
+                        to: s,
+                        slack: 0.0,
+                        what: format!("#{} last line→#{} first line", a.instance, b.instance),
+                    });
                 }
             }
         }
@@ -505,7 +623,10 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
     let name = b.container.as_str();
     let ivs = restart_intervals(tl, name, b.measure);
     let measured: Vec<f64> = ivs.iter().map(|i| secs(i.to.duration_since(i.from))).collect();
-    let shown = format!("[{}]", measured.iter().map(|m| fmt_secs(*m)).collect::<Vec<_>>().join(", "));
+    let shown = format!(
+        "[{}]",
+        measured.iter().map(|m| fmt_secs(*m)).collect::<Vec<_>>().join(", ")
+    );
     let measure = match b.measure {
         BackoffMeasure::Status => "status finishedAt→startedAt, ±1s precision",
         BackoffMeasure::Logs => "last→first log line",
@@ -514,7 +635,11 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         if let Some(d) = &b.doubling {
             let base = d.base.as_secs_f64();
             let nominal = if d.first_immediate {
-                if i == 0 { 0.0 } else { base * d.factor.powi(i as i32 - 1) }
+                if i == 0 {
+                    0.0
+                } else {
+                    base * d.factor.powi(i as i32 - 1)
+                }
             } else {
                 base * d.factor.powi(i as i32)
             };
@@ -539,14 +664,29 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
                 (None, Some(h)) => format!("≤{}", fmt_secs(h)),
                 (None, None) => "any".into(),
             };
-            bad.push(format!("interval {} ({}) = {} not in {range}", i + 1, iv.what, fmt_secs(*m)));
+            bad.push(format!(
+                "interval {} ({}) = {} not in {range}",
+                i + 1,
+                iv.what,
+                fmt_secs(*m)
+            ));
         }
     }
-    let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() { b.intervals.len() as u32 } else { 1 });
+    let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() {
+        b.intervals.len() as u32
+    } else {
+        1
+    });
     let mut j = if !bad.is_empty() {
-        fail(format!("backoff `{name}` ({measure}): measured {shown}: {}", bad.join("; ")))
+        fail(format!(
+            "backoff `{name}` ({measure}): measured {shown}: {}",
+            bad.join("; ")
+        ))
     } else if (measured.len() as u32) < want_restarts {
-        let e = format!("backoff `{name}`: expected at least {want_restarts} restart intervals, observed {} {shown}", measured.len());
+        let e = format!(
+            "backoff `{name}`: expected at least {want_restarts} restart intervals, observed {} {shown}",
+            measured.len()
+        );
         if tl.complete { fail(e) } else { undecided(e) }
     } else {
         let model = match &b.doubling {
@@ -576,11 +716,26 @@ fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
         Some(before) => {
             let b = mark(case, before, tl);
             match (m, b) {
-                (Ok(h), Ok(bh)) if h.at < bh.at => {
-                    fail(format!("never {} before {}: it occurred first ({}; {})", n.mark.label(), before.label(), h.what, bh.what))
-                }
-                (Ok(h), Err(_)) => fail(format!("never {} before {}: it occurred ({}) and {} did not", n.mark.label(), before.label(), h.what, before.label())),
-                (_, Ok(bh)) => pass(format!("never {} before {} ({})", n.mark.label(), before.label(), bh.what)),
+                (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
+                    "never {} before {}: it occurred first ({}; {})",
+                    n.mark.label(),
+                    before.label(),
+                    h.what,
+                    bh.what
+                )),
+                (Ok(h), Err(_)) => fail(format!(
+                    "never {} before {}: it occurred ({}) and {} did not",
+                    n.mark.label(),
+                    before.label(),
+                    h.what,
+                    before.label()
+                )),
+                (_, Ok(bh)) => pass(format!(
+                    "never {} before {} ({})",
+                    n.mark.label(),
+                    before.label(),
+                    bh.what
+                )),
                 (Err(_), Err(why)) => {
                     if tl.complete {
                         undecided(format!("never {} before {}: {why}", n.mark.label(), before.label()))

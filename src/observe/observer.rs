@@ -38,12 +38,25 @@ impl WatchKind {
 /// One thing that happened, as delivered to podlife.
 #[derive(Clone, Debug)]
 pub enum Input {
-    Pod { received: Timestamp, kind: WatchKind, pod: Box<core::Pod> },
-    Event { received: Timestamp, kind: WatchKind, event: Box<core::Event> },
+    Pod {
+        received: Timestamp,
+        kind: WatchKind,
+        pod: Box<core::Pod>,
+    },
+    Event {
+        received: Timestamp,
+        kind: WatchKind,
+        event: Box<core::Event>,
+    },
     /// A `--timestamps` log line (`<RFC3339Nano> <text>`) of a container. `instance` is the
     /// instance the fetch was meant for; the observer checks it against the instances' status
     /// times, because a follow or `--previous` request can race with a restart.
-    Log { received: Option<Timestamp>, container: String, instance: Option<u32>, line: String },
+    Log {
+        received: Option<Timestamp>,
+        container: String,
+        instance: Option<u32>,
+        line: String,
+    },
     Action(Action),
 }
 
@@ -91,7 +104,11 @@ impl Observer {
     /// An observer for the pod `name` (None: the first pod seen).
     pub fn new(pod_name: Option<&str>, source: &str) -> Self {
         Observer {
-            tl: Timeline { format: TIMELINE_FORMAT, source: source.to_string(), ..Timeline::default() },
+            tl: Timeline {
+                format: TIMELINE_FORMAT,
+                source: source.to_string(),
+                ..Timeline::default()
+            },
             pod_name: pod_name.map(str::to_string),
             ..Observer::default()
         }
@@ -121,7 +138,12 @@ impl Observer {
         match input {
             Input::Pod { received, kind, pod } => self.pod(received, kind, &pod),
             Input::Event { received, kind, event } => self.event(received, kind, &event),
-            Input::Log { received, container, instance, line } => self.log(received, &container, instance, &line),
+            Input::Log {
+                received,
+                container,
+                instance,
+                line,
+            } => self.log(received, &container, instance, &line),
             Input::Action(a) => {
                 let pos = self.tl.actions.partition_point(|x| x.sent <= a.sent);
                 self.tl.actions.insert(pos, a);
@@ -184,12 +206,22 @@ impl Observer {
             info.termination_grace_period_seconds = spec.termination_grace_period_seconds;
             if info.containers.is_empty() {
                 for c in spec.init_containers.iter().flatten() {
-                    let kind = if c.restart_policy.as_deref() == Some("Always") { ContainerKind::Sidecar } else { ContainerKind::Init };
-                    info.containers.push(ContainerRef { name: c.name.clone(), kind });
+                    let kind = if c.restart_policy.as_deref() == Some("Always") {
+                        ContainerKind::Sidecar
+                    } else {
+                        ContainerKind::Init
+                    };
+                    info.containers.push(ContainerRef {
+                        name: c.name.clone(),
+                        kind,
+                    });
                     self.kinds.insert(c.name.clone(), kind);
                 }
                 for c in &spec.containers {
-                    info.containers.push(ContainerRef { name: c.name.clone(), kind: ContainerKind::Regular });
+                    info.containers.push(ContainerRef {
+                        name: c.name.clone(),
+                        kind: ContainerKind::Regular,
+                    });
                     self.kinds.insert(c.name.clone(), ContainerKind::Regular);
                 }
             }
@@ -224,7 +256,12 @@ impl Observer {
             })
             .collect();
         let mut containers = vec![];
-        for cs in st.init_container_statuses.iter().flatten().chain(st.container_statuses.iter().flatten()) {
+        for cs in st
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(st.container_statuses.iter().flatten())
+        {
             containers.push(self.container_status(received, cs));
         }
         Snapshot {
@@ -260,7 +297,10 @@ impl Observer {
         }
         let mut instance = None;
         let st = if let Some(r) = &state.running {
-            let inst = cs.container_id.as_ref().map(|id| self.assign(&cs.name, kind, id, rc, received));
+            let inst = cs
+                .container_id
+                .as_ref()
+                .map(|id| self.assign(&cs.name, kind, id, rc, received));
             instance = inst;
             let started_at = r.started_at.as_ref().map(|t| t.0);
             if let Some(i) = inst {
@@ -277,7 +317,10 @@ impl Observer {
             }
             State::Terminated(term)
         } else if let Some(w) = &state.waiting {
-            State::Waiting { reason: w.reason.clone(), message: w.message.clone() }
+            State::Waiting {
+                reason: w.reason.clone(),
+                message: w.message.clone(),
+            }
         } else {
             State::Unknown
         };
@@ -298,7 +341,12 @@ impl Observer {
             return *i;
         }
         self.ids.insert(id.to_string(), (container.to_string(), guess));
-        if !self.tl.instances.iter().any(|i| i.container == container && i.instance == guess) {
+        if !self
+            .tl
+            .instances
+            .iter()
+            .any(|i| i.container == container && i.instance == guess)
+        {
             let inst = Instance {
                 container: container.to_string(),
                 kind,
@@ -312,7 +360,10 @@ impl Observer {
                 first_seen_terminated: None,
                 first_seen: received,
             };
-            let pos = self.tl.instances.partition_point(|i| (i.container.as_str(), i.instance) < (container, guess));
+            let pos = self
+                .tl
+                .instances
+                .partition_point(|i| (i.container.as_str(), i.instance) < (container, guess));
             self.tl.instances.insert(pos, inst);
         }
         self.new_instances.push(NewInstance {
@@ -335,11 +386,20 @@ impl Observer {
         from_last_state: bool,
     ) {
         // Tell the log follower how to fetch a newly found instance.
-        if let Some(n) = self.new_instances.iter_mut().find(|n| n.container == container && n.instance == instance) {
+        if let Some(n) = self
+            .new_instances
+            .iter_mut()
+            .find(|n| n.container == container && n.instance == instance)
+        {
             n.terminated |= term.is_some();
             n.previous |= from_last_state;
         }
-        let Some(inst) = self.tl.instances.iter_mut().find(|i| i.container == container && i.instance == instance) else {
+        let Some(inst) = self
+            .tl
+            .instances
+            .iter_mut()
+            .find(|i| i.container == container && i.instance == instance)
+        else {
             return;
         };
         if let Some(t) = started_at {
@@ -370,7 +430,11 @@ impl Observer {
             return;
         }
         self.tl.stats.event_deliveries += 1;
-        let uid = ev.metadata.uid.clone().unwrap_or_else(|| ev.metadata.name.clone().unwrap_or_default());
+        let uid = ev
+            .metadata
+            .uid
+            .clone()
+            .unwrap_or_else(|| ev.metadata.name.clone().unwrap_or_default());
         let count = u32::try_from(ev.count.unwrap_or(1).max(1)).unwrap_or(1);
         let prev = self.event_counts.get(&uid).copied().unwrap_or(0);
         if count <= prev {
@@ -430,8 +494,17 @@ impl Observer {
             return;
         }
         let instance = self.attribute(container, hint, time);
-        let ll = LogLine { container: container.to_string(), instance, time, text: text.to_string(), received };
-        let pos = self.tl.logs.partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, instance, time));
+        let ll = LogLine {
+            container: container.to_string(),
+            instance,
+            time,
+            text: text.to_string(),
+            received,
+        };
+        let pos = self
+            .tl
+            .logs
+            .partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, instance, time));
         self.tl.logs.insert(pos, ll);
     }
 
@@ -459,7 +532,12 @@ impl Observer {
         if let Some(h) = hint {
             return h;
         }
-        instances.iter().rev().find(|i| i.started_at.is_some_and(|s| s <= time)).map(|i| i.instance).unwrap_or(0)
+        instances
+            .iter()
+            .rev()
+            .find(|i| i.started_at.is_some_and(|s| s <= time))
+            .map(|i| i.instance)
+            .unwrap_or(0)
     }
 }
 

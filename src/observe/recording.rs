@@ -17,7 +17,10 @@ pub enum RecordingError {
 }
 
 fn bad(path: &Path, message: impl Into<String>) -> RecordingError {
-    RecordingError::Bad { path: path.display().to_string(), message: message.into() }
+    RecordingError::Bad {
+        path: path.display().to_string(),
+        message: message.into(),
+    }
 }
 
 /// A recording folder, read into inputs.
@@ -55,13 +58,22 @@ impl Recording {
         let mut inputs = vec![];
         for (received, kind, obj, path, n) in read_watch(&pods_path)? {
             let pod = serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not a Pod: {e}")))?;
-            inputs.push(Input::Pod { received, kind, pod: Box::new(pod) });
+            inputs.push(Input::Pod {
+                received,
+                kind,
+                pod: Box::new(pod),
+            });
         }
         let events_path = dir.join("events.watch.jsonl");
         if events_path.is_file() {
             for (received, kind, obj, path, n) in read_watch(&events_path)? {
-                let event = serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not an Event: {e}")))?;
-                inputs.push(Input::Event { received, kind, event: Box::new(event) });
+                let event =
+                    serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not an Event: {e}")))?;
+                inputs.push(Input::Event {
+                    received,
+                    kind,
+                    event: Box::new(event),
+                });
             }
         }
         inputs.extend(read_actions(&dir.join("actions.jsonl"))?);
@@ -70,12 +82,19 @@ impl Recording {
         inputs.sort_by_key(|i| (i.order_key().is_none(), i.order_key()));
         let manifest = match std::fs::read_to_string(dir.join("manifest.yaml")) {
             Ok(text) => Some(
-                crate::suite::load::parse_yaml::<serde_json::Value>(&text, &dir.join("manifest.yaml").display().to_string())
-                    .map_err(|d| bad(dir, d.to_string()))?,
+                crate::suite::load::parse_yaml::<serde_json::Value>(
+                    &text,
+                    &dir.join("manifest.yaml").display().to_string(),
+                )
+                .map_err(|d| bad(dir, d.to_string()))?,
             ),
             Err(_) => None,
         };
-        Ok(Recording { dir: dir.to_path_buf(), inputs, manifest })
+        Ok(Recording {
+            dir: dir.to_path_buf(),
+            inputs,
+            manifest,
+        })
     }
 
     /// Feeds every input through an `Observer` and returns the complete timeline.
@@ -99,7 +118,9 @@ fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
         }
         let w: WatchLine = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
         // kubectl prints ERROR/BOOKMARK entries too; they carry no object state for us.
-        let Some(kind) = WatchKind::parse(&w.event.kind) else { continue };
+        let Some(kind) = WatchKind::parse(&w.event.kind) else {
+            continue;
+        };
         out.push((w.received, kind, w.event.object, path.to_path_buf(), i + 1));
     }
     Ok(out)
@@ -117,7 +138,9 @@ struct ActionLine {
 }
 
 fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Ok(vec![]) };
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(vec![]);
+    };
     let mut out = vec![];
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -130,13 +153,23 @@ fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };
-        let grace = a.request.as_ref().and_then(|r| r.pointer("/body/gracePeriodSeconds")).and_then(|v| v.as_i64());
+        let grace = a
+            .request
+            .as_ref()
+            .and_then(|r| r.pointer("/body/gracePeriodSeconds"))
+            .and_then(|v| v.as_i64());
         out.push(Input::Action(Action {
             kind,
             sent,
             done: a.done.or(a.response_received),
             grace_period_seconds: grace,
-            detail: a.command.or_else(|| a.request.as_ref().and_then(|r| r.get("path")).and_then(|p| p.as_str()).map(|p| format!("DELETE {p}"))),
+            detail: a.command.or_else(|| {
+                a.request
+                    .as_ref()
+                    .and_then(|r| r.get("path"))
+                    .and_then(|p| p.as_str())
+                    .map(|p| format!("DELETE {p}"))
+            }),
         }));
     }
     Ok(out)
@@ -184,7 +217,12 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
                     let end = (start + len).min(data.len());
                     offsets.insert(e.container.clone(), end);
                     let instance = e.restart_count_when_seen.unwrap_or(0);
-                    push_lines(&mut out, &e.container, Some(instance), &String::from_utf8_lossy(&data[start.min(end)..end]));
+                    push_lines(
+                        &mut out,
+                        &e.container,
+                        Some(instance),
+                        &String::from_utf8_lossy(&data[start.min(end)..end]),
+                    );
                 }
                 "previous" => {
                     // `--previous` returns lastState's instance, which is restartCount-1 or,
@@ -205,21 +243,37 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
         containers.sort();
         for cdir in containers {
             let container = cdir.file_name().unwrap_or_default().to_string_lossy().to_string();
-            let mut files: Vec<_> = std::fs::read_dir(&cdir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+            let mut files: Vec<_> = std::fs::read_dir(&cdir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
             files.sort();
             for f in files {
-                let Some(attempt) = f.file_stem().and_then(|s| s.to_str()).and_then(|s| s.parse::<u32>().ok()) else {
+                let Some(attempt) = f
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .and_then(|s| s.parse::<u32>().ok())
+                else {
                     continue;
                 };
                 let text = std::fs::read_to_string(&f).map_err(|e| bad(&f, format!("cannot read: {e}")))?;
                 let mut partial = String::new();
                 for line in text.lines() {
-                    let Some((time, full, t)) = parse_cri_line(line) else { continue };
+                    let Some((time, full, t)) = parse_cri_line(line) else {
+                        continue;
+                    };
                     partial.push_str(t);
                     if full {
                         // Re-render as a `--timestamps` line so both sources go through one parser.
                         let line = format!("{} {}", time, std::mem::take(&mut partial));
-                        out.push(Input::Log { received: None, container: container.clone(), instance: Some(attempt), line });
+                        out.push(Input::Log {
+                            received: None,
+                            container: container.clone(),
+                            instance: Some(attempt),
+                            line,
+                        });
                     }
                 }
             }
@@ -233,6 +287,11 @@ fn push_lines(out: &mut Vec<Input>, container: &str, instance: Option<u32>, text
         if line.is_empty() {
             continue;
         }
-        out.push(Input::Log { received: None, container: container.to_string(), instance, line: line.to_string() });
+        out.push(Input::Log {
+            received: None,
+            container: container.to_string(),
+            instance,
+            line: line.to_string(),
+        });
     }
 }

@@ -289,7 +289,9 @@ impl Timeline {
     }
 
     pub fn logs_of<'a>(&'a self, container: &'a str, instance: Option<u32>) -> impl Iterator<Item = &'a LogLine> + 'a {
-        self.logs.iter().filter(move |l| l.container == container && instance.is_none_or(|i| l.instance == i))
+        self.logs
+            .iter()
+            .filter(move |l| l.container == container && instance.is_none_or(|i| l.instance == i))
     }
 
     pub fn last_snapshot(&self) -> Option<&Snapshot> {

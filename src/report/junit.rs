@@ -57,7 +57,11 @@ fn test_case(c: &CaseReport) -> TestCase {
             st
         }
         CaseStatus::Failed | CaseStatus::Error => {
-            let kind = if c.status == CaseStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+            let kind = if c.status == CaseStatus::Error {
+                NonSuccessKind::Error
+            } else {
+                NonSuccessKind::Failure
+            };
             let mut st = TestCaseStatus::non_success(kind);
             st.set_message(first_problem(last));
             st.set_description(failure_message(c));
@@ -103,11 +107,19 @@ fn first_problem(a: Option<&Attempt>) -> String {
     if let Some(e) = &a.error {
         return e.clone();
     }
-    a.verdicts.iter().find(|v| v.outcome != Outcome::Pass).map(|v| v.evidence.clone()).unwrap_or_default()
+    a.verdicts
+        .iter()
+        .find(|v| v.outcome != Outcome::Pass)
+        .map(|v| v.evidence.clone())
+        .unwrap_or_default()
 }
 
 fn rerun(a: &Attempt) -> TestRerun {
-    let kind = if a.status == AttemptStatus::Error { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+    let kind = if a.status == AttemptStatus::Error {
+        NonSuccessKind::Error
+    } else {
+        NonSuccessKind::Failure
+    };
     let mut r = TestRerun::new(kind);
     r.set_message(first_problem(Some(a)));
     r.set_time(dur(a.duration_s));
@@ -158,9 +170,19 @@ pub fn collected(tl: &Timeline) -> String {
             continue;
         }
         let skip = lines.len().saturating_sub(LOG_TAIL);
-        out.push_str(&format!("--- logs {} (last {} of {}) ---\n", c.name, lines.len() - skip, lines.len()));
+        out.push_str(&format!(
+            "--- logs {} (last {} of {}) ---\n",
+            c.name,
+            lines.len() - skip,
+            lines.len()
+        ));
         for l in &lines[skip..] {
-            out.push_str(&format!("{} #{} {}\n", crate::judge::marks::hms(l.time), l.instance, l.text));
+            out.push_str(&format!(
+                "{} #{} {}\n",
+                crate::judge::marks::hms(l.time),
+                l.instance,
+                l.text
+            ));
         }
     }
     out
@@ -172,6 +194,8 @@ mod chrono_like {
     pub fn from(t: jiff::Timestamp) -> DateTime {
         let nanos = u32::try_from(t.subsec_nanosecond()).unwrap_or(0);
         let utc = chrono::FixedOffset::east_opt(0).expect("UTC offset");
-        chrono::DateTime::from_timestamp(t.as_second(), nanos).map(|d| d.with_timezone(&utc)).unwrap_or_default()
+        chrono::DateTime::from_timestamp(t.as_second(), nanos)
+            .map(|d| d.with_timezone(&utc))
+            .unwrap_or_default()
     }
 }

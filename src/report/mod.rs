@@ -25,7 +25,9 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
             c.timeline_file = Some(rel);
         }
     }
-    let xml = junit::junit_report(summary).to_string().map_err(std::io::Error::other)?;
+    let xml = junit::junit_report(summary)
+        .to_string()
+        .map_err(std::io::Error::other)?;
     std::fs::write(dir.join("junit.xml"), &xml)?;
     let mut paths = vec![dir.join("junit.xml").display().to_string()];
     if let Some(p) = junit {

@@ -83,16 +83,32 @@ pub fn namespace_name(run_id: &str, case: &str) -> String {
 }
 
 fn failed_step(evidence: String) -> Verdict {
-    Verdict { index: usize::MAX, kind: "step".into(), outcome: Outcome::Fail, evidence, measured: vec![] }
+    Verdict {
+        index: usize::MAX,
+        kind: "step".into(),
+        outcome: Outcome::Fail,
+        evidence,
+        measured: vec![],
+    }
 }
 
 /// Finishes an attempt from a complete timeline.
-fn conclude(case: &LoadedCase, tl: Timeline, step_failure: Option<Verdict>, started: Timestamp, t0: Instant) -> Attempt {
+fn conclude(
+    case: &LoadedCase,
+    tl: Timeline,
+    step_failure: Option<Verdict>,
+    started: Timestamp,
+    t0: Instant,
+) -> Attempt {
     let mut verdicts = judge::judge_case(&case.spec, &tl);
     if let Some(v) = step_failure {
         verdicts.insert(0, v);
     }
-    let status = if judge::all_pass(&verdicts) { AttemptStatus::Passed } else { AttemptStatus::Failed };
+    let status = if judge::all_pass(&verdicts) {
+        AttemptStatus::Passed
+    } else {
+        AttemptStatus::Failed
+    };
     Attempt {
         status,
         verdicts,
@@ -131,8 +147,10 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     let mut step_failure = None;
     let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
     for (i, s) in case.spec.steps.iter().enumerate() {
-        let problem = match s {
-            Step::WaitFor(w) => judge::mark_occurred(&case.spec, &w.until, &tl).err().map(|why| format!("steps[{i}] waitFor: the recording never reaches it: {why}")),
+        let problem = match &s.value {
+            Step::WaitFor(w) => judge::mark_occurred(&case.spec, &w.until, &tl)
+                .err()
+                .map(|why| format!("steps[{i}] waitFor: the recording never reaches it: {why}")),
             Step::Delete(d) => match deletes.next() {
                 None => Some(format!("steps[{i}] delete: the recording has no delete")),
                 Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
@@ -165,13 +183,17 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -
     let api = CaseApi::new(client, &ns);
     // Registered before the create request: if we are interrupted in between, Ctrl-C cleanup
     // still tries it (a 404 is fine).
-    env.live_namespaces.lock().expect("namespace registry").insert(ns.clone());
+    env.live_namespaces
+        .lock()
+        .expect("namespace registry")
+        .insert(ns.clone());
     let mut attempt = match observe_case(&api, case, env, started, t0).await {
         Ok(a) => a,
         Err((e, tl)) => errored(e, started, t0, tl),
     };
     attempt.api_requests = api.requests();
-    let keep = env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
+    let keep =
+        env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
     attempt.cleanup.namespace = Some(ns.clone());
     if keep {
         attempt.cleanup.kept = true;
@@ -195,19 +217,34 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -
 
 type CaseError = (String, Option<Timeline>);
 
-async fn observe_case(api: &CaseApi, case: &LoadedCase, env: &CaseEnv, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
+async fn observe_case(
+    api: &CaseApi,
+    case: &LoadedCase,
+    env: &CaseEnv,
+    started: Timestamp,
+    t0: Instant,
+) -> Result<Attempt, CaseError> {
     let mut cancel = env.cancel.clone();
     if *cancel.borrow() {
         return Ok(interrupted(started, t0, None));
     }
-    api.create_namespace(&env.run_id, case.name()).await.map_err(|e| (e.to_string(), None))?;
+    api.create_namespace(&env.run_id, case.name())
+        .await
+        .map_err(|e| (e.to_string(), None))?;
     let pod = case.render_pod(&env.images);
-    let pod_name = pod.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let pod_name = pod
+        .pointer("/metadata/name")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
     let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
     let mut tasks = Tasks::default();
     // Watches start before the apply so the first events are not missed.
     tasks.spawn(watch_pods(api.pods(), pod_name.clone(), tx.clone()));
-    tasks.spawn(watch_events(Api::<Event>::namespaced(api.client.clone(), &api.namespace), tx.clone()));
+    tasks.spawn(watch_events(
+        Api::<Event>::namespaced(api.client.clone(), &api.namespace),
+        tx.clone(),
+    ));
     let mut obs = Observer::new(Some(&pod_name), "live");
     let deadline = Instant::now() + case.timeout;
     let sent = Timestamp::now();
@@ -215,30 +252,56 @@ async fn observe_case(api: &CaseApi, case: &LoadedCase, env: &CaseEnv, started: 
         tasks.abort_all();
         return Err((e.to_string(), Some(obs.finish())));
     }
-    obs.push(Input::Action(Action { kind: ActionKind::Apply, sent, done: Some(Timestamp::now()), grace_period_seconds: None, detail: None }));
-    let mut loop_ = Loop { api, case, env, obs, rx: &mut rx, tx: tx.clone(), tasks, pod_name: pod_name.clone(), watch_errors: 0 };
+    obs.push(Input::Action(Action {
+        kind: ActionKind::Apply,
+        sent,
+        done: Some(Timestamp::now()),
+        grace_period_seconds: None,
+        detail: None,
+    }));
+    let mut loop_ = Loop {
+        api,
+        case,
+        env,
+        obs,
+        rx: &mut rx,
+        tx: tx.clone(),
+        tasks,
+        pod_name: pod_name.clone(),
+        watch_errors: 0,
+    };
 
     let mut step_failure = None;
-    let last_is_wait = matches!(case.spec.steps.last(), Some(Step::WaitFor(_)));
+    let last_is_wait = matches!(case.spec.steps.last().map(|s| &s.value), Some(Step::WaitFor(_)));
     for (i, step) in case.spec.steps.iter().enumerate() {
-        let r = match step {
+        let r = match &step.value {
             Step::WaitFor(w) => {
                 let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
                 let until = (Instant::now() + timeout).min(deadline);
                 let what = w.until.label();
                 loop_
-                    .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| judge::mark_occurred(&case.spec, &w.until, tl).is_ok())
+                    .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| {
+                        judge::mark_occurred(&case.spec, &w.until, tl).is_ok()
+                    })
                     .await
                     .map(|reached| {
                         (!reached).then(|| {
-                            let why = judge::mark_occurred(&case.spec, &w.until, loop_.obs.timeline()).err().unwrap_or_default();
-                            failed_step(format!("steps[{i}] waitFor {what}: timed out after {}: {why}", crate::util::fmt_secs(timeout.as_secs_f64())))
+                            let why = judge::mark_occurred(&case.spec, &w.until, loop_.obs.timeline())
+                                .err()
+                                .unwrap_or_default();
+                            failed_step(format!(
+                                "steps[{i}] waitFor {what}: timed out after {}: {why}",
+                                crate::util::fmt_secs(timeout.as_secs_f64())
+                            ))
                         })
                     })
             }
             Step::Sleep(d) => {
                 let until = (Instant::now() + d.0).min(deadline);
-                loop_.run_until(until, &mut cancel, "sleep", |_| false).await.map(|_| None)
+                loop_
+                    .run_until(until, &mut cancel, "sleep", |_| false)
+                    .await
+                    .map(|_| None)
             }
             Step::Delete(d) => {
                 let sent = Timestamp::now();
@@ -277,9 +340,12 @@ async fn observe_case(api: &CaseApi, case: &LoadedCase, env: &CaseEnv, started: 
     // settles or every expectation is decided, within the case timeout.
     if step_failure.is_none() && !last_is_wait {
         let r = loop_
-            .run_until(deadline, &mut cancel, "the pod to settle or all expectations to be decided", |tl| {
-                tl.settled() || judge::all_decided(&judge::judge_case(&case.spec, tl))
-            })
+            .run_until(
+                deadline,
+                &mut cancel,
+                "the pod to settle or all expectations to be decided",
+                |tl| tl.settled() || judge::all_decided(&judge::judge_case(&case.spec, tl)),
+            )
             .await;
         match r {
             Err(Stop::Interrupted) => {
@@ -431,7 +497,12 @@ impl Loop<'_> {
                     Ok(stream) => {
                         let mut lines = stream.lines();
                         while let Ok(Some(line)) = lines.try_next().await {
-                            let input = Input::Log { received: Some(Timestamp::now()), container: n.container.clone(), instance: Some(n.instance), line };
+                            let input = Input::Log {
+                                received: Some(Timestamp::now()),
+                                container: n.container.clone(),
+                                instance: Some(n.instance),
+                                line,
+                            };
                             if tx.send(Msg::Input(input)).is_err() {
                                 return;
                             }
@@ -451,9 +522,21 @@ async fn watch_pods(api: Api<Pod>, name: String, tx: mpsc::UnboundedSender<Msg>)
     let mut stream = watcher(api, cfg).boxed();
     while let Some(ev) = stream.next().await {
         let msg = match ev {
-            Ok(watcher::Event::Apply(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Modified, pod: Box::new(p) }),
-            Ok(watcher::Event::InitApply(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Added, pod: Box::new(p) }),
-            Ok(watcher::Event::Delete(p)) => Msg::Input(Input::Pod { received: Timestamp::now(), kind: WatchKind::Deleted, pod: Box::new(p) }),
+            Ok(watcher::Event::Apply(p)) => Msg::Input(Input::Pod {
+                received: Timestamp::now(),
+                kind: WatchKind::Modified,
+                pod: Box::new(p),
+            }),
+            Ok(watcher::Event::InitApply(p)) => Msg::Input(Input::Pod {
+                received: Timestamp::now(),
+                kind: WatchKind::Added,
+                pod: Box::new(p),
+            }),
+            Ok(watcher::Event::Delete(p)) => Msg::Input(Input::Pod {
+                received: Timestamp::now(),
+                kind: WatchKind::Deleted,
+                pod: Box::new(p),
+            }),
             Ok(_) => continue,
             Err(e) => {
                 // The watcher re-lists and resumes by itself (410 Gone included); back off a little.
@@ -483,7 +566,14 @@ async fn watch_events(api: Api<Event>, tx: mpsc::UnboundedSender<Msg>) {
                 continue;
             }
         };
-        if tx.send(Msg::Input(Input::Event { received: Timestamp::now(), kind, event: Box::new(e) })).is_err() {
+        if tx
+            .send(Msg::Input(Input::Event {
+                received: Timestamp::now(),
+                kind,
+                event: Box::new(e),
+            }))
+            .is_err()
+        {
             return;
         }
     }

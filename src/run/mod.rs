@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub cleanup_timeout: Duration,
     pub settle: Duration,
     pub quiet: bool,
+    /// Cancels the run like Ctrl-C when it flips to true (tests and embedding).
+    pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Final status of a case over its attempts.
@@ -115,22 +117,26 @@ pub fn new_run_id() -> String {
     s
 }
 
-enum Backend {
-    Live(Cluster),
-    Replay(PathBuf),
-}
-
 /// Runs the selected cases and writes the reports. Returns the process exit code.
 pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
-    let cases: Vec<(Suite, LoadedCase)> =
-        suites.iter().flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone()))).collect();
+    let cases: Vec<(Suite, LoadedCase)> = suites
+        .iter()
+        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
+        .collect();
     let args = libtest_args(&opts);
     if opts.list {
-        let trials = cases.iter().map(|(_, c)| libtest_mimic::Trial::test(c.full_name(), || Ok(()))).collect();
+        let trials = cases
+            .iter()
+            .map(|(_, c)| libtest_mimic::Trial::test(c.full_name(), || Ok(())))
+            .collect();
         let _ = libtest_mimic::run(&args, trials);
         return ExitCode::SUCCESS;
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -139,22 +145,25 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
     };
     let run_id = new_run_id();
     let started = Timestamp::now();
-    let (backend, fingerprint) = match &opts.replay {
+    let outcome = match &opts.replay {
         Some(dir) => {
             if !dir.is_dir() {
                 eprintln!("error: --replay {}: no such directory", dir.display());
                 return ExitCode::from(2);
             }
-            (Backend::Replay(dir.clone()), replay_fingerprint(dir))
+            let fp = replay_fingerprint(dir);
+            execute(&opts, cases, Source::Replay(dir.clone()), fp, run_id, started, &rt)
         }
         None => {
-            let r = rt.block_on(async {
-                let c = Cluster::connect(&opts.connect).await?;
-                let fp = c.preflight().await?;
-                Ok::<_, crate::cluster::ClusterError>((c, fp))
-            });
-            match r {
-                Ok((c, fp)) => (Backend::Live(c), fp),
+            let cluster = match rt.block_on(Cluster::connect(&opts.connect)) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match run_live(&opts, cases, cluster, run_id, &rt) {
+                Ok(o) => o,
                 Err(e) => {
                     eprintln!("error: {e}");
                     return ExitCode::from(2);
@@ -162,37 +171,37 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
             }
         }
     };
-    run_with(opts, cases, backend_parts(backend), fingerprint, run_id, started, rt)
+    let code = outcome.exit_code();
+    // Do not block on streams that a stuck server keeps open.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    code
 }
 
-/// The backend split into what trials need (kept separate so tests can inject a client).
+/// Preflight, then run every case against the cluster. A preflight failure touches nothing.
+pub fn run_live(
+    opts: &RunOptions,
+    cases: Vec<(Suite, LoadedCase)>,
+    cluster: Cluster,
+    run_id: String,
+    rt: &tokio::runtime::Runtime,
+) -> Result<RunOutcome, crate::cluster::ClusterError> {
+    let started = Timestamp::now();
+    let fp = rt.block_on(cluster.preflight())?;
+    Ok(execute(
+        opts,
+        cases,
+        Source::Live(cluster.client),
+        fp,
+        run_id,
+        started,
+        rt,
+    ))
+}
+
+/// Where cases get their streams from.
 pub enum Source {
     Live(kube::Client),
     Replay(PathBuf),
-}
-
-fn backend_parts(b: Backend) -> Source {
-    match b {
-        Backend::Live(c) => Source::Live(c.client),
-        Backend::Replay(d) => Source::Replay(d),
-    }
-}
-
-/// Runs with an already prepared source (used by `run` and by tests with a mock API server).
-pub fn run_with(
-    opts: RunOptions,
-    cases: Vec<(Suite, LoadedCase)>,
-    source: Source,
-    fingerprint: Fingerprint,
-    run_id: String,
-    started: Timestamp,
-    rt: tokio::runtime::Runtime,
-) -> ExitCode {
-    let outcome = execute(&opts, cases, source, fingerprint, run_id, started, &rt);
-    let code = outcome.exit_code();
-    // Give cleanup tasks a moment; then drop the runtime without blocking on stuck streams.
-    rt.shutdown_timeout(Duration::from_secs(1));
-    code
 }
 
 /// What `execute` produced.
@@ -239,9 +248,23 @@ pub fn execute(
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Source::Live(_) = &source {
         let flag = interrupted.clone();
+        let external = opts.cancel.clone();
         rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("\ninterrupted: stopping cases and deleting this run's namespaces (Ctrl-C again to exit at once)");
+            let requested = async {
+                match external {
+                    Some(mut rx) => {
+                        let _ = rx.wait_for(|v| *v).await;
+                    }
+                    None => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            };
+            {
+                requested.await;
+                eprintln!(
+                    "\ninterrupted: stopping cases and deleting this run's namespaces (Ctrl-C again to exit at once)"
+                );
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
                 let _ = cancel_tx.send(true);
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -320,8 +343,10 @@ pub fn execute(
     let mut cases = std::mem::take(&mut *reports.lock().expect("reports"));
     cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
     // Ctrl-C: namespaces still registered belong to cases that never got to their cleanup.
-    let mut leftovers: Vec<String> =
-        cases.iter().filter_map(|c| c.last().and_then(|a| a.cleanup.leftover.clone())).collect();
+    let mut leftovers: Vec<String> = cases
+        .iter()
+        .filter_map(|c| c.last().and_then(|a| a.cleanup.leftover.clone()))
+        .collect();
     if let Source::Live(client) = &*source {
         let remaining: Vec<String> = live_namespaces.lock().expect("registry").iter().cloned().collect();
         for ns in remaining {
@@ -366,10 +391,17 @@ pub fn execute(
             && a.cleanup.kept
             && let Some(ns) = &a.cleanup.namespace
         {
-            eprintln!("kept namespace {ns} of failed case {}: inspect with `kubectl -n {ns} get pods,events` and `kubectl -n {ns} logs --all-containers --prefix -l '' --ignore-errors`; delete with `kubectl delete namespace {ns}`", c.full_name());
+            eprintln!(
+                "kept namespace {ns} of failed case {}: inspect with `kubectl -n {ns} get pods,events` and `kubectl -n {ns} logs --all-containers --prefix -l '' --ignore-errors`; delete with `kubectl delete namespace {ns}`",
+                c.full_name()
+            );
         }
     }
-    RunOutcome { any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(), summary, report_dir }
+    RunOutcome {
+        any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(),
+        summary,
+        report_dir,
+    }
 }
 
 fn final_status(attempts: &[Attempt]) -> CaseStatus {
@@ -392,7 +424,11 @@ pub fn failure_message(r: &CaseReport) -> String {
     }
     for v in &a.verdicts {
         if v.outcome != crate::judge::Outcome::Pass {
-            let tag = if v.outcome == crate::judge::Outcome::Fail { "FAIL" } else { "UNDECIDED" };
+            let tag = if v.outcome == crate::judge::Outcome::Fail {
+                "FAIL"
+            } else {
+                "UNDECIDED"
+            };
             out.push_str(&format!("{tag} {}: {}\n", v.kind, v.evidence));
         }
     }
@@ -406,12 +442,21 @@ fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source)
     if let (Some(min), Some(have)) = (case.min_server_version, server)
         && have < min
     {
-        return (true, Some(format!("needs server {}.{}, cluster is {}.{}", min.0, min.1, have.0, have.1)));
+        return (
+            true,
+            Some(format!(
+                "needs server {}.{}, cluster is {}.{}",
+                min.0, min.1, have.0, have.1
+            )),
+        );
     }
     if let Source::Replay(dir) = source
         && !dir.join(case.name()).is_dir()
     {
-        return (true, Some(format!("no recording `{}` in {}", case.name(), dir.display())));
+        return (
+            true,
+            Some(format!("no recording `{}` in {}", case.name(), dir.display())),
+        );
     }
     (false, None)
 }
@@ -432,9 +477,16 @@ fn libtest_args(opts: &RunOptions) -> libtest_mimic::Arguments {
 
 /// The fingerprint of recordings: `cluster-info.json` beside them, when present.
 pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
-    let mut fp = Fingerprint { source: Some(format!("replay:{}", dir.display())), ..Fingerprint::default() };
-    let Ok(text) = std::fs::read_to_string(dir.join("cluster-info.json")) else { return fp };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return fp };
+    let mut fp = Fingerprint {
+        source: Some(format!("replay:{}", dir.display())),
+        ..Fingerprint::default()
+    };
+    let Ok(text) = std::fs::read_to_string(dir.join("cluster-info.json")) else {
+        return fp;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return fp;
+    };
     let s = |p: &str| v.pointer(p).and_then(|x| x.as_str()).unwrap_or_default().to_string();
     fp.server_version = s("/version/serverVersion/gitVersion");
     fp.platform = Some(s("/version/serverVersion/platform"));

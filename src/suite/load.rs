@@ -165,6 +165,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
+            // Pod manifests live beside suites; they are not suites.
+            if p.file_name().is_some_and(|n| n == "manifests") {
+                continue;
+            }
             walk(&p, out);
         } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
             out.push(p);
@@ -217,7 +221,13 @@ pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Res
     });
     res.map_err(|e| {
         let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        Diag { file: file.to_string(), line, col, path, message: saphyr_message(&e) }
+        Diag {
+            file: file.to_string(),
+            line,
+            col,
+            path,
+            message: saphyr_message(&e),
+        }
     })
 }
 
@@ -227,6 +237,8 @@ fn render_path(p: &serde_path_to_error::Path) -> String {
     for seg in p.iter() {
         match seg {
             Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            // `Loc`/`MarkRef` read through serde-saphyr's `Spanned`, which adds a `value` level.
+            Segment::Map { key } if key == "value" => {}
             Segment::Map { key } | Segment::Enum { variant: key } => {
                 if !out.is_empty() {
                     out.push('.');
@@ -249,7 +261,11 @@ fn saphyr_message(e: &serde_saphyr::Error) -> String {
         None => first,
     };
     let msg = msg.trim_start_matches("error: ").trim();
-    if msg.is_empty() { "invalid YAML".to_string() } else { msg.to_string() }
+    if msg.is_empty() {
+        "invalid YAML".to_string()
+    } else {
+        msg.to_string()
+    }
 }
 
 struct Ctx<'a> {
@@ -273,17 +289,36 @@ impl Ctx<'_> {
 pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| {
-        vec![Diag { file: file.clone(), line: 0, col: 0, path: String::new(), message: format!("cannot read: {e}") }]
+        vec![Diag {
+            file: file.clone(),
+            line: 0,
+            col: 0,
+            path: String::new(),
+            message: format!("cannot read: {e}"),
+        }]
     })?;
     let suite: SuiteFile = parse_yaml(&text, &file).map_err(|d| vec![d])?;
-    let mut ctx = Ctx { file: &file, errors: vec![] };
+    let mut ctx = Ctx {
+        file: &file,
+        errors: vec![],
+    };
     check_name(&mut ctx, &suite.name, "name");
 
-    let mut images: BTreeMap<String, String> =
-        BUILTIN_IMAGES.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let mut images: BTreeMap<String, String> = BUILTIN_IMAGES
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     images.extend(suite.defaults.images.clone());
-    let timeout = suite.defaults.timeout.map(|d| d.0).unwrap_or(std::time::Duration::from_secs(120));
-    let wait_timeout = suite.defaults.wait_timeout.map(|d| d.0).unwrap_or(std::time::Duration::from_secs(60));
+    let timeout = suite
+        .defaults
+        .timeout
+        .map(|d| d.0)
+        .unwrap_or(std::time::Duration::from_secs(120));
+    let wait_timeout = suite
+        .defaults
+        .wait_timeout
+        .map(|d| d.0)
+        .unwrap_or(std::time::Duration::from_secs(60));
 
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let mut cases = vec![];
@@ -292,17 +327,25 @@ pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
         let p = format!("cases[{i}]");
         check_name(&mut ctx, &case.name, &format!("{p}.name"));
         if let Some(line) = seen.insert(case.name.value.clone(), case.name.line) {
-            ctx.err(&case.name, format!("{p}.name"), format!("duplicate case name `{}` (first at line {line})", case.name.value));
+            ctx.err(
+                &case.name,
+                format!("{p}.name"),
+                format!("duplicate case name `{}` (first at line {line})", case.name.value),
+            );
         }
         if let Some(c) = load_case(&mut ctx, base, &suite, case, &p, &images, timeout, wait_timeout) {
             cases.push(c);
         }
     }
     if suite.cases.is_empty() {
-        ctx.err(&suite.name, "cases", "a suite needs at least one case");
+        ctx.err(&suite.cases, "cases", "a suite needs at least one case");
     }
     if ctx.errors.is_empty() {
-        Ok(Suite { path: path.to_path_buf(), file: suite, cases })
+        Ok(Suite {
+            path: path.to_path_buf(),
+            file: suite,
+            cases,
+        })
     } else {
         Err(ctx.errors)
     }
@@ -312,11 +355,18 @@ fn check_name(ctx: &mut Ctx, name: &Loc<String>, path: &str) {
     let n = &name.value;
     let ok = !n.is_empty()
         && n.len() <= 40
-        && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !n.starts_with('-')
         && !n.ends_with('-');
     if !ok {
-        ctx.err(name, path, format!("invalid name \"{n}\": use 1-40 characters of a-z, 0-9 and `-` (it becomes part of a namespace name)"));
+        ctx.err(
+            name,
+            path,
+            format!(
+                "invalid name \"{n}\": use 1-40 characters of a-z, 0-9 and `-` (it becomes part of a namespace name)"
+            ),
+        );
     }
 }
 
@@ -338,7 +388,11 @@ fn load_case(
             return None;
         }
         (None, None) => {
-            ctx.err(&case.name, p.to_string(), "missing `manifest` (a path under manifests/) or inline `pod`");
+            ctx.err(
+                &case.name,
+                p.to_string(),
+                "missing `manifest` (a path under manifests/) or inline `pod`",
+            );
             return None;
         }
         (Some(m), None) => match load_manifest(base, m) {
@@ -351,15 +405,26 @@ fn load_case(
         (None, Some(pod)) => (pod.value.clone(), None),
     };
     let at: Loc<()> = match (&case.manifest, &case.pod) {
-        (Some(m), _) => Loc { value: (), line: m.line, col: m.col },
-        (_, Some(pod)) => Loc { value: (), line: pod.line, col: pod.col },
+        (Some(m), _) => Loc {
+            value: (),
+            line: m.line,
+            col: m.col,
+        },
+        (_, Some(pod)) => Loc {
+            value: (),
+            line: pod.line,
+            col: pod.col,
+        },
         _ => Loc::new(()),
     };
     let field = if case.manifest.is_some() { "manifest" } else { "pod" };
     let containers = match check_pod(&pod, images) {
         Ok(c) => c,
         Err(msg) => {
-            let where_ = manifest_path.as_ref().map(|m| format!("{}: ", m.display())).unwrap_or_default();
+            let where_ = manifest_path
+                .as_ref()
+                .map(|m| format!("{}: ", m.display()))
+                .unwrap_or_default();
             ctx.err(&at, format!("{p}.{field}"), format!("{where_}{msg}"));
             return None;
         }
@@ -368,32 +433,50 @@ fn load_case(
     let min_server_version = case.min_server_version.as_ref().and_then(|v| match parse_version(v) {
         Some(x) => Some(x),
         None => {
-            ctx.err(v, format!("{p}.minServerVersion"), format!("invalid version \"{}\": use MAJOR.MINOR, e.g. \"1.29\"", v.value));
+            ctx.err(
+                v,
+                format!("{p}.minServerVersion"),
+                format!("invalid version \"{}\": use MAJOR.MINOR, e.g. \"1.29\"", v.value),
+            );
             None
         }
     });
 
     let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
-    let mut refs = Refs { ctx, containers: &names, marks: &case.marks, all: &containers };
+    let mut refs = Refs {
+        ctx,
+        containers: &names,
+        marks: &case.marks,
+        all: &containers,
+    };
     for (name, m) in &case.marks {
         refs.mark(m, &format!("{p}.marks.{name}"));
     }
     for (i, s) in case.steps.iter().enumerate() {
         let sp = format!("{p}.steps[{i}]");
-        match s {
+        match &s.value {
             Step::WaitFor(w) => refs.mark_ref(&w.until, &format!("{sp}.waitFor.until")),
             Step::Delete(d) => {
                 if let Some(g) = d.grace_period_seconds
                     && g < 0
                 {
-                    refs.ctx.err(&case.name, format!("{sp}.delete.gracePeriodSeconds"), format!("must be 0 or more, got {g}"));
+                    refs.ctx.err(
+                        s,
+                        format!("{sp}.delete.gracePeriodSeconds"),
+                        format!("must be 0 or more, got {g}"),
+                    );
                 }
             }
             Step::Sleep(_) => {}
         }
     }
     for (i, e) in case.expect.iter().enumerate() {
-        refs.expectation(e, &format!("{p}.expect[{i}]"), &case.name);
+        let at = Loc {
+            value: (),
+            line: e.line,
+            col: e.col,
+        };
+        refs.expectation(e, &format!("{p}.expect[{i}]"), &at);
     }
     if ctx.errors.len() > errors_before {
         return None;
@@ -434,10 +517,15 @@ fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, Pat
         base.ancestors().map(|d| d.join(rel)).find(|p| p.is_file())
     };
     let Some(path) = found else {
-        return Err(format!("manifest `{}` not found (searched from {} upwards)", m.value, base.display()));
+        return Err(format!(
+            "manifest `{}` not found (searched from {} upwards)",
+            m.value,
+            base.display()
+        ));
     };
     let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read manifest `{}`: {e}", path.display()))?;
-    let value: serde_json::Value = parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
+    let value: serde_json::Value =
+        parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
     Ok((value, path))
 }
 
@@ -448,14 +536,20 @@ fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Resu
     let api = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     if api != "v1" || kind != "Pod" {
-        return Err(format!("expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`"));
+        return Err(format!(
+            "expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`"
+        ));
     }
     let mut unknown = BTreeSet::new();
     find_templates(pod, images, &mut unknown);
     if let Some(t) = unknown.into_iter().next() {
         return Err(format!(
             "unknown template `${{{t}}}` (known: {})",
-            images.keys().map(|k| format!("${{image.{k}}}")).collect::<Vec<_>>().join(", ")
+            images
+                .keys()
+                .map(|k| format!("${{image.{k}}}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let mut rendered = pod.clone();
@@ -468,11 +562,18 @@ fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Resu
     }
     let mut out = vec![];
     for c in spec.init_containers.unwrap_or_default() {
-        let kind = if c.restart_policy.as_deref() == Some("Always") { ContainerKind::Sidecar } else { ContainerKind::Init };
+        let kind = if c.restart_policy.as_deref() == Some("Always") {
+            ContainerKind::Sidecar
+        } else {
+            ContainerKind::Init
+        };
         out.push(ContainerInfo { name: c.name, kind });
     }
     for c in spec.containers {
-        out.push(ContainerInfo { name: c.name, kind: ContainerKind::Regular });
+        out.push(ContainerInfo {
+            name: c.name,
+            kind: ContainerKind::Regular,
+        });
     }
     let mut names = BTreeSet::new();
     for c in &out {
@@ -518,7 +619,11 @@ impl Refs<'_, '_> {
     fn container(&mut self, c: &Loc<String>, path: &str) {
         if !self.containers.contains(c.value.as_str()) {
             let known = self.all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-            self.ctx.err(c, path, format!("unknown container `{}` (the pod has: {known})", c.value));
+            self.ctx.err(
+                c,
+                path,
+                format!("unknown container `{}` (the pod has: {known})", c.value),
+            );
         }
     }
 
@@ -527,7 +632,11 @@ impl Refs<'_, '_> {
             MarkRef::Named(n) => {
                 if !self.marks.contains_key(&n.value) && builtin_mark(&n.value).is_none() {
                     let known: Vec<&str> = self.marks.keys().map(String::as_str).collect();
-                    let hint = if known.is_empty() { "no marks are defined".to_string() } else { format!("defined: {}", known.join(", ")) };
+                    let hint = if known.is_empty() {
+                        "no marks are defined".to_string()
+                    } else {
+                        format!("defined: {}", known.join(", "))
+                    };
                     self.ctx.err(n, path, format!("undefined mark `{}` ({hint})", n.value));
                 }
             }
@@ -536,10 +645,12 @@ impl Refs<'_, '_> {
     }
 
     fn mark(&mut self, m: &MarkSpec, path: &str) {
+        let path = &format!("{path}.{}", m.key());
         match m {
-            MarkSpec::ContainerStarted(c) | MarkSpec::ContainerTerminated(c) | MarkSpec::FirstLogLine(c) | MarkSpec::LastLogLine(c) => {
-                self.container(&c.container, &format!("{path}.container"))
-            }
+            MarkSpec::ContainerStarted(c)
+            | MarkSpec::ContainerTerminated(c)
+            | MarkSpec::FirstLogLine(c)
+            | MarkSpec::LastLogLine(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::ContainerSeen(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::Restarts(r) => self.container(&r.container, &format!("{path}.container")),
             MarkSpec::Log(l) => self.container(&l.container, &format!("{path}.container")),
@@ -552,31 +663,45 @@ impl Refs<'_, '_> {
         }
     }
 
-    fn expectation(&mut self, e: &Expectation, path: &str, case_name: &Loc<String>) {
+    fn expectation(&mut self, e: &Expectation, path: &str, case_name: &Loc<()>) {
         match e {
             Expectation::Phase(_) => {}
             Expectation::Phases(list) => {
                 if list.is_empty() {
-                    self.ctx.err(case_name, format!("{path}.phases"), "the phase sequence is empty");
+                    self.ctx
+                        .err(case_name, format!("{path}.phases"), "the phase sequence is empty");
                 }
             }
             Expectation::Container(c) => {
                 self.container(&c.name, &format!("{path}.container.name"));
                 if c.never_started && (c.exit_code.is_some() || c.state.is_some()) {
-                    self.ctx.err(&c.name, format!("{path}.container.neverStarted"), "neverStarted contradicts state/exitCode");
+                    self.ctx.err(
+                        &c.name,
+                        format!("{path}.container.neverStarted"),
+                        "neverStarted contradicts state/exitCode",
+                    );
                 }
                 if matches!(c.instance, InstanceSel::Any) {
-                    self.ctx.err(&c.name, format!("{path}.container.instance"), "a final state needs one instance: a number, `first` or `last`");
+                    self.ctx.err(
+                        &c.name,
+                        format!("{path}.container.instance"),
+                        "a final state needs one instance: a number, `first` or `last`",
+                    );
                 }
             }
             Expectation::Condition(c) => {
                 if c.sequence.is_none() && c.last.is_none() && c.never.is_none() {
-                    self.ctx.err(case_name, format!("{path}.condition"), format!("condition `{}` needs `sequence`, `last` or `never`", c.r#type));
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.condition"),
+                        format!("condition `{}` needs `sequence`, `last` or `never`", c.r#type),
+                    );
                 }
             }
             Expectation::Order(list) => {
                 if list.len() < 2 {
-                    self.ctx.err(case_name, format!("{path}.order"), "an order needs at least two marks");
+                    self.ctx
+                        .err(case_name, format!("{path}.order"), "an order needs at least two marks");
                 }
                 for (i, m) in list.iter().enumerate() {
                     self.mark_ref(m, &format!("{path}.order[{i}]"));
@@ -588,13 +713,22 @@ impl Refs<'_, '_> {
                 let has_target = g.target.is_some();
                 let has_bounds = g.min.is_some() || g.max.is_some();
                 if !has_target && !has_bounds {
-                    self.ctx.err(case_name, format!("{path}.gap"), "a gap needs `target` (± `tolerance`) or `min`/`max`");
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.gap"),
+                        "a gap needs `target` (± `tolerance`) or `min`/`max`",
+                    );
                 } else if g.tolerance.is_some() && !has_target {
-                    self.ctx.err(case_name, format!("{path}.gap.tolerance"), "`tolerance` needs `target`");
+                    self.ctx
+                        .err(case_name, format!("{path}.gap.tolerance"), "`tolerance` needs `target`");
                 } else if let (Some(lo), Some(hi)) = (g.min, g.max)
                     && lo > hi
                 {
-                    self.ctx.err(case_name, format!("{path}.gap"), format!("min {lo} is greater than max {hi}"));
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.gap"),
+                        format!("min {lo} is greater than max {hi}"),
+                    );
                 }
             }
             Expectation::Event(ev) => {
@@ -606,14 +740,26 @@ impl Refs<'_, '_> {
             Expectation::Backoff(b) => {
                 self.container(&b.container, &format!("{path}.backoff.container"));
                 match (b.intervals.is_empty(), &b.doubling) {
-                    (true, None) => self.ctx.err(&b.container, format!("{path}.backoff"), "a backoff needs `intervals` or `doubling`"),
-                    (false, Some(_)) => self.ctx.err(&b.container, format!("{path}.backoff"), "give `intervals` or `doubling`, not both"),
+                    (true, None) => self.ctx.err(
+                        case_name,
+                        format!("{path}.backoff"),
+                        "a backoff needs `intervals` or `doubling`",
+                    ),
+                    (false, Some(_)) => self.ctx.err(
+                        case_name,
+                        format!("{path}.backoff"),
+                        "give `intervals` or `doubling`, not both",
+                    ),
                     _ => {}
                 }
                 if let Some(d) = &b.doubling
                     && !(d.factor.is_finite() && d.factor >= 1.0)
                 {
-                    self.ctx.err(&b.container, format!("{path}.backoff.doubling.factor"), format!("factor must be at least 1, got {}", d.factor));
+                    self.ctx.err(
+                        &b.container,
+                        format!("{path}.backoff.doubling.factor"),
+                        format!("factor must be at least 1, got {}", d.factor),
+                    );
                 }
             }
             Expectation::Never(n) => {

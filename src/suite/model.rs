@@ -41,7 +41,11 @@ impl<T: fmt::Display> fmt::Display for Loc<T> {
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Loc<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = serde_saphyr::Spanned::<T>::deserialize(d)?;
-        Ok(Loc { value: s.value, line: s.referenced.line(), col: s.referenced.column() })
+        Ok(Loc {
+            value: s.value,
+            line: s.referenced.line(),
+            col: s.referenced.column(),
+        })
     }
 }
 
@@ -80,7 +84,7 @@ pub struct SuiteFile {
     #[serde(default)]
     pub defaults: Defaults,
     /// The cases.
-    pub cases: Vec<Case>,
+    pub cases: Loc<Vec<Case>>,
 }
 
 /// Suite-wide defaults.
@@ -127,13 +131,13 @@ pub struct Case {
     pub timeout: Option<Dur>,
     /// Actions after the implicit `apply`, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub steps: Vec<Step>,
+    pub steps: Vec<Loc<Step>>,
     /// Named points in time that steps and expectations refer to.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub marks: BTreeMap<String, MarkSpec>,
     /// What must hold on the observed timeline.
     #[serde(default)]
-    pub expect: Vec<Expectation>,
+    pub expect: Vec<Loc<Expectation>>,
 }
 
 /// A step the runner performs. The pod is applied first (implicit).
@@ -214,7 +218,8 @@ impl<'de> Deserialize<'de> for MarkRefRaw {
                 Ok(MarkRefRaw::Named(s.to_string()))
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<MarkRefRaw, A::Error> {
-                MarkSpec::deserialize(de::value::MapAccessDeserializer::new(map)).map(|m| MarkRefRaw::Inline(Box::new(m)))
+                MarkSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|m| MarkRefRaw::Inline(Box::new(m)))
             }
         }
         d.deserialize_any(V)
@@ -271,6 +276,26 @@ pub enum MarkSpec {
     PodGone,
     /// One of podlife's own actions (harness clock).
     Action(ActionMark),
+}
+
+impl MarkSpec {
+    /// The YAML key of the variant (`containerStarted`, `log`, ...).
+    pub fn key(&self) -> &'static str {
+        match self {
+            MarkSpec::ContainerStarted(_) => "containerStarted",
+            MarkSpec::ContainerTerminated(_) => "containerTerminated",
+            MarkSpec::ContainerSeen(_) => "containerSeen",
+            MarkSpec::Restarts(_) => "restarts",
+            MarkSpec::Log(_) => "log",
+            MarkSpec::FirstLogLine(_) => "firstLogLine",
+            MarkSpec::LastLogLine(_) => "lastLogLine",
+            MarkSpec::Event(_) => "event",
+            MarkSpec::Phase(_) => "phase",
+            MarkSpec::Condition(_) => "condition",
+            MarkSpec::PodGone => "podGone",
+            MarkSpec::Action(_) => "action",
+        }
+    }
 }
 
 impl fmt::Display for MarkSpec {

@@ -45,18 +45,24 @@ impl<'de> Deserialize<'de> for Dur {
                 if v == 0 {
                     Ok(Dur(Duration::ZERO))
                 } else {
-                    Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+                    Err(E::custom(format!(
+                        "invalid duration {v}: a duration needs a unit, e.g. `{v}s`"
+                    )))
                 }
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Dur, E> {
                 if v == 0 {
                     Ok(Dur(Duration::ZERO))
                 } else {
-                    Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+                    Err(E::custom(format!(
+                        "invalid duration {v}: a duration needs a unit, e.g. `{v}s`"
+                    )))
                 }
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Dur, E> {
-                Err(E::custom(format!("invalid duration {v}: a duration needs a unit, e.g. `{v}s`")))
+                Err(E::custom(format!(
+                    "invalid duration {v}: a duration needs a unit, e.g. `{v}s`"
+                )))
             }
         }
         d.deserialize_any(V)
@@ -115,7 +121,11 @@ impl Pattern {
             if !TEMPLATE_VARS.contains(&name) {
                 return Err(format!(
                     "unknown template variable `${{{name}}}` (known: {})",
-                    TEMPLATE_VARS.iter().map(|v| format!("${{{v}}}")).collect::<Vec<_>>().join(", ")
+                    TEMPLATE_VARS
+                        .iter()
+                        .map(|v| format!("${{{v}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
             probe.push('x');
@@ -124,7 +134,7 @@ impl Pattern {
         probe.push_str(rest);
         regex::Regex::new(&probe)
             .map(|_| ())
-            .map_err(|e| format!("invalid regex \"{source}\": {}", one_line(&e.to_string())))
+            .map_err(|e| format!("invalid regex \"{source}\": {}", regex_reason(&e)))
     }
 
     /// Substitutes template variables (values regex-escaped) and compiles.
@@ -149,8 +159,19 @@ impl Pattern {
     }
 }
 
+/// The regex crate's own reason ("unclosed group"), without its pattern-and-caret drawing.
+fn regex_reason(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty()).unwrap_or("");
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
+}
+
 fn one_line(s: &str) -> String {
-    s.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl<'de> Deserialize<'de> for Pattern {
@@ -187,9 +208,8 @@ impl fmt::Display for Pattern {
 }
 
 /// A count: `3` (exactly) or `{atLeast: 1, atMost: 5}`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-#[schemars(extend("anyOf" = [{"type": "integer", "minimum": 0}, {"type": "object"}]))]
 pub struct Count {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exactly: Option<u64>,
@@ -199,12 +219,40 @@ pub struct Count {
     pub at_most: Option<u64>,
 }
 
+impl JsonSchema for Count {
+    fn schema_name() -> Cow<'static, str> {
+        "Count".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A count: an integer (exactly) or {exactly, atLeast, atMost}.",
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "properties": {
+                        "exactly": {"type": "integer", "minimum": 0},
+                        "atLeast": {"type": "integer", "minimum": 0},
+                        "atMost": {"type": "integer", "minimum": 0}
+                    }
+                }
+            ]
+        })
+    }
+}
+
 impl Count {
     pub fn at_least(n: u64) -> Self {
-        Count { at_least: Some(n), ..Count::default() }
+        Count {
+            at_least: Some(n),
+            ..Count::default()
+        }
     }
     pub fn matches(&self, n: u64) -> bool {
-        self.exactly.is_none_or(|e| n == e) && self.at_least.is_none_or(|l| n >= l) && self.at_most.is_none_or(|m| n <= m)
+        self.exactly.is_none_or(|e| n == e)
+            && self.at_least.is_none_or(|l| n >= l)
+            && self.at_most.is_none_or(|m| n <= m)
     }
 }
 
@@ -243,11 +291,17 @@ impl<'de> Deserialize<'de> for Count {
                 f.write_str("a count: a non-negative integer or {exactly, atLeast, atMost}")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Count, E> {
-                Ok(Count { exactly: Some(v), ..Count::default() })
+                Ok(Count {
+                    exactly: Some(v),
+                    ..Count::default()
+                })
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Count, E> {
                 u64::try_from(v)
-                    .map(|v| Count { exactly: Some(v), ..Count::default() })
+                    .map(|v| Count {
+                        exactly: Some(v),
+                        ..Count::default()
+                    })
                     .map_err(|_| E::custom(format!("invalid count {v}: must not be negative")))
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Count, A::Error> {
@@ -257,7 +311,11 @@ impl<'de> Deserialize<'de> for Count {
                 {
                     return Err(de::Error::custom(format!("invalid count: atLeast {l} > atMost {h}")));
                 }
-                Ok(Count { exactly: m.exactly, at_least: m.at_least, at_most: m.at_most })
+                Ok(Count {
+                    exactly: m.exactly,
+                    at_least: m.at_least,
+                    at_most: m.at_most,
+                })
             }
         }
         d.deserialize_any(V)
@@ -293,7 +351,9 @@ impl<'de> Deserialize<'de> for InstanceSel {
                 f.write_str("an instance: a number (0 = first run), `first`, `last` or `any`")
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<InstanceSel, E> {
-                u32::try_from(v).map(InstanceSel::Nth).map_err(|_| E::custom("instance out of range"))
+                u32::try_from(v)
+                    .map(InstanceSel::Nth)
+                    .map_err(|_| E::custom("instance out of range"))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<InstanceSel, E> {
                 u32::try_from(v)
@@ -305,7 +365,9 @@ impl<'de> Deserialize<'de> for InstanceSel {
                     "first" => Ok(InstanceSel::Nth(0)),
                     "last" => Ok(InstanceSel::Last),
                     "any" => Ok(InstanceSel::Any),
-                    _ => Err(E::custom(format!("invalid instance \"{s}\": use a number, `first`, `last` or `any`"))),
+                    _ => Err(E::custom(format!(
+                        "invalid instance \"{s}\": use a number, `first`, `last` or `any`"
+                    ))),
                 }
             }
         }
@@ -386,7 +448,9 @@ impl<'de> Deserialize<'de> for Occurrence {
                 match s {
                     "first" => Ok(Occurrence::First),
                     "last" => Ok(Occurrence::Last),
-                    _ => Err(E::custom(format!("invalid occurrence \"{s}\": use `first`, `last` or a number from 1"))),
+                    _ => Err(E::custom(format!(
+                        "invalid occurrence \"{s}\": use `first`, `last` or a number from 1"
+                    ))),
                 }
             }
         }
