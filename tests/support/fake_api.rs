@@ -1,0 +1,585 @@
+//! `FakeApi`: an in-process Kubernetes API server for runner tests, behind
+//! `tower_test::mock::pair` and `kube::Client::new`. It replays real recordings as the
+//! cluster: once podlife applies a pod named like a recording, the recorded watch events, Event
+//! objects and log lines are served (streamed) at their recorded offsets from the apply, and
+//! those recorded after the DELETE at their offsets from podlife's own DELETE.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
+use http::{Request, Response, StatusCode};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, StreamBody};
+use jiff::Timestamp;
+use kube::client::Body;
+use serde_json::{Value, json};
+
+pub type RespBody = BoxBody<Bytes, Infallible>;
+type Frames = UnboundedSender<Result<http_body::Frame<Bytes>, Infallible>>;
+
+/// One recorded item and when it is due.
+#[derive(Clone, Debug)]
+struct Item {
+    /// Seconds after the anchor (apply, or our DELETE for `after_delete`).
+    offset: f64,
+    after_delete: bool,
+    rv: u64,
+    kind: String,
+    object: Value,
+}
+
+/// A recorded log line of one container instance.
+#[derive(Clone, Debug)]
+struct Line {
+    offset: f64,
+    after_delete: bool,
+    instance: u32,
+    text: String,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Script {
+    pods: Vec<Item>,
+    events: Vec<Item>,
+    logs: BTreeMap<String, Vec<Line>>,
+    rec_namespace: String,
+}
+
+fn load_script(dir: &Path) -> Script {
+    let actions = std::fs::read_to_string(dir.join("actions.jsonl")).unwrap();
+    let mut create = None;
+    let mut delete = None;
+    for l in actions.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let sent = v
+            .get("sent")
+            .and_then(|s| s.as_str())
+            .map(|s| s.parse::<Timestamp>().unwrap());
+        match v["action"].as_str() {
+            Some("create-pod") => create = sent,
+            Some("delete") => delete = sent,
+            _ => {}
+        }
+    }
+    let create = create.expect("recording has a create-pod action");
+    let at = |t: Timestamp| -> (f64, bool) {
+        match delete {
+            Some(d) if t >= d => (t.duration_since(d).as_secs_f64(), true),
+            _ => (t.duration_since(create).as_secs_f64().max(0.0), false),
+        }
+    };
+    let items = |file: &str| -> Vec<Item> {
+        let text = std::fs::read_to_string(dir.join(file)).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let (offset, after_delete) = at(v["received"].as_str().unwrap().parse().unwrap());
+                let object = v["event"]["object"].clone();
+                let rv = object["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+                Item {
+                    offset,
+                    after_delete,
+                    rv,
+                    kind: v["event"]["type"].as_str().unwrap().to_string(),
+                    object,
+                }
+            })
+            .collect()
+    };
+    let pods = items("pods.watch.jsonl");
+    let rec_namespace = pods[0].object["metadata"]["namespace"].as_str().unwrap().to_string();
+    // podlife's own reader gives each log line its container instance.
+    let tl = podlife::observe::Recording::read(dir).unwrap().timeline();
+    let mut logs: BTreeMap<String, Vec<Line>> = BTreeMap::new();
+    for l in &tl.logs {
+        let (offset, after_delete) = at(l.time);
+        logs.entry(l.container.clone()).or_default().push(Line {
+            offset,
+            after_delete,
+            instance: l.instance,
+            text: format!("{} {}", l.time, l.text),
+        });
+    }
+    Script {
+        pods,
+        events: items("events.watch.jsonl"),
+        logs,
+        rec_namespace,
+    }
+}
+
+#[derive(Debug)]
+struct PodRun {
+    script: Script,
+    namespace: String,
+    applied: Instant,
+    deleted: Option<Instant>,
+}
+
+impl PodRun {
+    fn due(&self, offset: f64, after_delete: bool) -> Option<Instant> {
+        let anchor = if after_delete { self.deleted? } else { self.applied };
+        Some(anchor + Duration::from_secs_f64(offset))
+    }
+    fn localize(&self, v: &Value) -> Value {
+        let s = v.to_string().replace(&self.script.rec_namespace, &self.namespace);
+        serde_json::from_str(&s).unwrap()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Ns {
+    uid: String,
+    gone_at: Option<Instant>,
+}
+
+/// What the fake does and what it saw.
+#[derive(Debug, Default)]
+pub struct FakeState {
+    /// `METHOD path?query` of every request, in order.
+    pub requests: Vec<String>,
+    /// Grace periods sent with pod DELETEs.
+    pub delete_graces: Vec<Option<i64>>,
+    /// Labels of created namespaces.
+    pub namespace_labels: BTreeMap<String, Value>,
+    /// SelfSubjectAccessReviews answered "not allowed": `(verb, resource)`.
+    pub deny: BTreeSet<(String, String)>,
+    /// Status code for GET /version (default 200).
+    pub version_status: Option<u16>,
+    /// Pods whose apply answers 500.
+    pub fail_apply: BTreeSet<String>,
+    /// Namespace deletes never complete.
+    pub stuck_namespaces: bool,
+    /// End the first pod watch stream after this many events (tests resume).
+    pub end_first_pod_watch_after: Option<usize>,
+    pod_watches: usize,
+    recordings: PathBuf,
+    namespaces: BTreeMap<String, Ns>,
+    pods: BTreeMap<(String, String), PodRun>,
+}
+
+impl FakeState {
+    pub fn count(&self, needle: &str) -> usize {
+        self.requests.iter().filter(|r| r.contains(needle)).count()
+    }
+}
+
+/// Starts the fake on the current runtime; returns the client and the shared state.
+pub fn start(recordings: &Path) -> (kube::Client, Arc<Mutex<FakeState>>) {
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<RespBody>>();
+    let state = Arc::new(Mutex::new(FakeState {
+        recordings: recordings.to_path_buf(),
+        ..FakeState::default()
+    }));
+    let st = state.clone();
+    tokio::spawn(async move {
+        while let Some((req, send)) = handle.next_request().await {
+            let st = st.clone();
+            tokio::spawn(async move {
+                let resp = route(req, st).await;
+                send.send_response(resp);
+            });
+        }
+    });
+    (kube::Client::new(svc, "default"), state)
+}
+
+fn json_resp(code: u16, v: Value) -> Response<RespBody> {
+    let body = http_body_util::Full::new(Bytes::from(v.to_string()))
+        .map_err(|e| match e {})
+        .boxed();
+    Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap()
+}
+
+fn status(code: u16, reason: &str, message: &str) -> Response<RespBody> {
+    json_resp(
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason, "code": code}),
+    )
+}
+
+fn streaming() -> (Frames, Response<RespBody>) {
+    let (tx, rx): (Frames, UnboundedReceiver<_>) = unbounded();
+    let body = BodyExt::boxed(StreamBody::new(rx));
+    (
+        tx,
+        Response::builder()
+            .status(StatusCode::OK)
+            .header("content-type", "application/json")
+            .body(body)
+            .unwrap(),
+    )
+}
+
+fn query(req: &Request<Body>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for pair in req.uri().query().unwrap_or("").split('&') {
+        if let Some((k, v)) = pair.split_once('=') {
+            out.insert(k.to_string(), decode(v));
+        }
+    }
+    out
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(x) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(x);
+            i += 3;
+            continue;
+        }
+        out.push(if b[i] == b'+' { b' ' } else { b[i] });
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).to_string()
+}
+
+async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBody> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let q = query(&req);
+    st.lock().unwrap().requests.push(format!("{method} {}", req.uri()));
+    let body: Value = {
+        let bytes = req
+            .into_body()
+            .collect()
+            .await
+            .map(|c| c.to_bytes())
+            .unwrap_or_default();
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+    };
+    let seg: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let watch = q.get("watch").is_some_and(|v| v == "true" || v == "1");
+    match (method.as_str(), seg.as_slice()) {
+        ("GET", ["version"]) => {
+            let code = st.lock().unwrap().version_status.unwrap_or(200);
+            if code != 200 {
+                return status(
+                    code,
+                    "Forbidden",
+                    "forbidden: User \"system:anonymous\" cannot get path \"/version\"",
+                );
+            }
+            json_resp(
+                200,
+                json!({"major": "1", "minor": "36", "gitVersion": "v1.36.2", "platform": "linux/amd64",
+                "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "go1.26", "compiler": "gc"}),
+            )
+        }
+        ("POST", ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]) => {
+            let ra = &body["spec"]["resourceAttributes"];
+            let key = (
+                ra["verb"].as_str().unwrap_or("").to_string(),
+                ra["resource"].as_str().unwrap_or("").to_string(),
+            );
+            let allowed = !st.lock().unwrap().deny.contains(&key);
+            let mut out = body.clone();
+            out["status"] = json!({"allowed": allowed});
+            json_resp(201, out)
+        }
+        ("GET", ["api", "v1", "nodes"]) => json_resp(
+            200,
+            json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": [{
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": "fake-node"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.36.2", "containerRuntimeVersion": "containerd://2.1.9", "kernelVersion": "6.18",
+                    "osImage": "Debian", "architecture": "amd64", "bootID": "", "machineID": "", "systemUUID": "", "kubeProxyVersion": "", "operatingSystem": "linux"}}}]}),
+        ),
+        ("POST", ["api", "v1", "namespaces"]) => {
+            let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let mut s = st.lock().unwrap();
+            s.namespace_labels
+                .insert(name.clone(), body["metadata"]["labels"].clone());
+            let uid = format!("uid-{name}");
+            s.namespaces.insert(
+                name.clone(),
+                Ns {
+                    uid: uid.clone(),
+                    gone_at: None,
+                },
+            );
+            json_resp(201, ns_object(&name, &uid, false))
+        }
+        ("DELETE", ["api", "v1", "namespaces", name]) => {
+            let mut s = st.lock().unwrap();
+            let stuck = s.stuck_namespaces;
+            match s.namespaces.get_mut(*name) {
+                Some(ns) => {
+                    if !stuck && ns.gone_at.is_none() {
+                        ns.gone_at = Some(Instant::now() + Duration::from_millis(200));
+                    }
+                    json_resp(200, ns_object(name, &ns.uid, true))
+                }
+                None => status(404, "NotFound", &format!("namespaces \"{name}\" not found")),
+            }
+        }
+        ("GET", ["api", "v1", "namespaces"]) => namespaces(&st, &q, watch).await,
+        ("PATCH", ["api", "v1", "namespaces", ns, "pods", name]) => {
+            let mut s = st.lock().unwrap();
+            if s.fail_apply.contains(*name) {
+                return status(500, "InternalError", "etcdserver: request timed out");
+            }
+            let dir = s.recordings.join(name);
+            let script = load_script(&dir);
+            s.pods.insert(
+                (ns.to_string(), name.to_string()),
+                PodRun {
+                    script,
+                    namespace: ns.to_string(),
+                    applied: Instant::now(),
+                    deleted: None,
+                },
+            );
+            let mut out = body.clone();
+            out["metadata"]["uid"] = json!("fake-uid");
+            out["metadata"]["resourceVersion"] = json!("1");
+            json_resp(200, out)
+        }
+        ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
+            let mut s = st.lock().unwrap();
+            s.delete_graces.push(body["gracePeriodSeconds"].as_i64());
+            match s.pods.get_mut(&(ns.to_string(), name.to_string())) {
+                Some(run) => {
+                    run.deleted.get_or_insert(Instant::now());
+                    let last = run
+                        .script
+                        .pods
+                        .iter()
+                        .filter(|i| !i.after_delete)
+                        .last()
+                        .map(|i| run.localize(&i.object));
+                    json_resp(200, last.unwrap_or(json!({})))
+                }
+                None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch).await,
+        ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch).await,
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => logs(&st, ns, name, &q).await,
+        _ => status(404, "NotFound", &format!("fake: no route for {method} {path}")),
+    }
+}
+
+fn ns_object(name: &str, uid: &str, terminating: bool) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "uid": uid, "resourceVersion": "5"},
+        "status": {"phase": if terminating { "Terminating" } else { "Active" }}})
+}
+
+async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, watch: bool) -> Response<RespBody> {
+    let name = q
+        .get("fieldSelector")
+        .and_then(|f| f.strip_prefix("metadata.name="))
+        .unwrap_or("")
+        .to_string();
+    fn present(s: &FakeState, name: &str) -> Option<String> {
+        let ns = s.namespaces.get(name)?;
+        ns.gone_at.is_none_or(|g| Instant::now() < g).then(|| ns.uid.clone())
+    }
+    if !watch {
+        let s = st.lock().unwrap();
+        let items: Vec<Value> = present(&s, &name)
+            .map(|uid| ns_object(&name, &uid, true))
+            .into_iter()
+            .collect();
+        return json_resp(
+            200,
+            json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "5"}, "items": items}),
+        );
+    }
+    let (tx, resp) = streaming();
+    let st = st.clone();
+    tokio::spawn(async move {
+        loop {
+            let uid = present(&st.lock().unwrap(), &name);
+            if uid.is_none() {
+                let ev = json!({"type": "DELETED", "object": ns_object(&name, &format!("uid-{name}"), true)});
+                let _ = tx.unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{ev}\n")))));
+                return;
+            }
+            if tx.is_closed() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    resp
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Pods,
+    Events,
+}
+
+async fn items(st: &Arc<Mutex<FakeState>>, ns: &str, kind: Kind, watch: bool) -> Response<RespBody> {
+    let list_kind = if kind == Kind::Pods { "PodList" } else { "EventList" };
+    if !watch {
+        let s = st.lock().unwrap();
+        let now = Instant::now();
+        let due: Vec<_> = select_for(&s, ns, kind)
+            .into_iter()
+            .filter(|(d, _)| d.is_some_and(|d| d <= now))
+            .collect();
+        let rv = due.iter().map(|(_, i)| i.rv).max().unwrap_or(1);
+        let mut latest: BTreeMap<String, (u64, Value, bool)> = BTreeMap::new();
+        for (_, i) in &due {
+            let key = i.object["metadata"]["name"].as_str().unwrap_or("").to_string();
+            latest.insert(key, (i.rv, i.object.clone(), i.kind == "DELETED"));
+        }
+        let items: Vec<Value> = latest
+            .into_values()
+            .filter(|(_, _, gone)| !gone)
+            .map(|(_, o, _)| o)
+            .collect();
+        return json_resp(
+            200,
+            json!({"apiVersion": "v1", "kind": list_kind, "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
+        );
+    }
+    let limit = if kind == Kind::Pods {
+        let mut s = st.lock().unwrap();
+        s.pod_watches += 1;
+        if s.pod_watches == 1 {
+            s.end_first_pod_watch_after
+        } else {
+            None
+        }
+    } else {
+        None
+    };
+    let (tx, resp) = streaming();
+    let st = st.clone();
+    let ns = ns.to_string();
+    tokio::spawn(async move {
+        let mut sent: BTreeSet<u64> = BTreeSet::new();
+        let mut count = 0usize;
+        loop {
+            let batch: Vec<Item> = {
+                let s = st.lock().unwrap();
+                let now = Instant::now();
+                let mut v: Vec<_> = select_for(&s, &ns, kind)
+                    .into_iter()
+                    .filter(|(d, i)| d.is_some_and(|d| d <= now) && !sent.contains(&i.rv))
+                    .map(|(_, i)| i)
+                    .collect();
+                v.sort_by_key(|i| i.rv);
+                v
+            };
+            for i in batch {
+                sent.insert(i.rv);
+                let ev = json!({"type": i.kind, "object": i.object});
+                if tx
+                    .unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{ev}\n")))))
+                    .is_err()
+                {
+                    return;
+                }
+                count += 1;
+                if limit.is_some_and(|l| count >= l) {
+                    // End the stream: the watcher must resume from the last resourceVersion.
+                    return;
+                }
+            }
+            if tx.is_closed() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    resp
+}
+
+/// Like `select` in `items`, for the streaming task (which does not borrow the request).
+fn select_for(s: &FakeState, ns: &str, kind: Kind) -> Vec<(Option<Instant>, Item)> {
+    let mut out = vec![];
+    for ((pns, _), run) in &s.pods {
+        if pns != ns {
+            continue;
+        }
+        let list = if kind == Kind::Pods {
+            &run.script.pods
+        } else {
+            &run.script.events
+        };
+        for i in list {
+            let mut i = i.clone();
+            i.object = run.localize(&i.object);
+            out.push((run.due(i.offset, i.after_delete), i));
+        }
+    }
+    out
+}
+
+async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<String, String>) -> Response<RespBody> {
+    let container = q.get("container").cloned().unwrap_or_default();
+    let follow = q.get("follow").is_some_and(|v| v == "true");
+    let previous = q.get("previous").is_some_and(|v| v == "true");
+    let key = (ns.to_string(), name.to_string());
+    let lines = {
+        let s = st.lock().unwrap();
+        let Some(run) = s.pods.get(&key) else {
+            return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+        };
+        let lines: Vec<(Option<Instant>, Line)> = run
+            .script
+            .logs
+            .get(&container)
+            .map(|v| {
+                v.iter()
+                    .map(|l| (run.due(l.offset, l.after_delete), l.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let now = Instant::now();
+        let current = lines
+            .iter()
+            .filter(|(d, _)| d.is_some_and(|d| d <= now))
+            .map(|(_, l)| l.instance)
+            .max();
+        let Some(current) = current else {
+            return status(
+                400,
+                "BadRequest",
+                &format!("container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"),
+            );
+        };
+        let instance = if previous { current.saturating_sub(1) } else { current };
+        lines
+            .into_iter()
+            .filter(|(_, l)| l.instance == instance)
+            .collect::<Vec<_>>()
+    };
+    let (tx, resp) = streaming();
+    tokio::spawn(async move {
+        for (due, l) in lines {
+            let Some(due) = due else { break };
+            if !follow && due > Instant::now() {
+                break;
+            }
+            tokio::time::sleep_until(due.into()).await;
+            if tx
+                .unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{}\n", l.text)))))
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    resp
+}

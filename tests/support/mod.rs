@@ -1,0 +1,3 @@
+//! Shared test support: the in-process fake API server (`fake_api::FakeState`).
+
+pub mod fake_api;
