@@ -1,0 +1,214 @@
+//! For every expectation kind, a right and a deliberately wrong expectation judged on a real
+//! recording: the right one passes, the wrong one fails and its evidence names the measured value.
+
+use std::path::{Path, PathBuf};
+
+use podlife::judge::{Outcome, Verdict, judge_case};
+use podlife::observe::Recording;
+
+fn rec(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings").join(name)
+}
+
+/// Judges `expect` (YAML list items) with `marks` on recording `name`.
+fn judge(name: &str, marks: &str, expect: &str) -> Vec<Verdict> {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "name: t\ncases:\n  - name: {name}\n    manifest: {}\n    marks:\n{}\n    expect:\n{}\n",
+        rec(name).join("manifest.yaml").display(),
+        indent(if marks.trim().is_empty() { "{}" } else { marks }, 6),
+        indent(expect, 6)
+    );
+    let path = dir.path().join("t.yaml");
+    std::fs::write(&path, &yaml).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{yaml}\n{e:?}"));
+    let tl = Recording::read(&rec(name)).unwrap().timeline();
+    judge_case(&suites[0].cases[0].spec, &tl)
+}
+
+fn indent(s: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    s.trim().lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
+}
+
+#[track_caller]
+fn pass(v: &Verdict) {
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+}
+
+#[track_caller]
+fn fails_with(v: &Verdict, measured: &str) {
+    assert_eq!(v.outcome, Outcome::Fail, "expected a failure: {}", v.evidence);
+    assert!(v.evidence.contains(measured), "evidence should name `{measured}`: {}", v.evidence);
+}
+
+#[test]
+fn phase() {
+    let v = judge("sigterm-ignored", "", "- phase: Failed\n- phase: Succeeded");
+    pass(&v[0]);
+    fails_with(&v[1], "observed Failed");
+}
+
+#[test]
+fn phases() {
+    let v = judge("init-fail-never", "", "- phases: [Pending, Failed]\n- phases: [Pending, Running, Failed]");
+    pass(&v[0]);
+    fails_with(&v[1], "observed [Pending → Failed]");
+}
+
+#[test]
+fn container() {
+    let v = judge(
+        "oom-killed",
+        "",
+        "- container: {name: main, exitCode: 137, reason: OOMKilled, restartCount: 0}\n- container: {name: main, exitCode: 1, reason: Error}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "exitCode: expected 1, observed 137; reason: expected Error, observed OOMKilled");
+}
+
+#[test]
+fn container_restart_count_and_waiting_reasons() {
+    let v = judge(
+        "restart-always-crashloop",
+        "",
+        "- container: {name: main, restartCount: {atLeast: 5}, waitingReasonsSeen: [CrashLoopBackOff]}\n- container: {name: main, restartCount: 3}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "restartCount: expected exactly 3, observed 5");
+}
+
+#[test]
+fn never_started() {
+    let v = judge("init-fail-never", "", "- container: {name: main, neverStarted: true}\n- container: {name: init-1, neverStarted: true}");
+    pass(&v[0]);
+    fails_with(&v[1], "1 instance(s) and 2 log line(s)");
+}
+
+#[test]
+fn condition() {
+    let v = judge(
+        "probe-readiness-exec",
+        "",
+        "- condition: {type: Ready, sequence: [False, True, False]}\n- condition: {type: Ready, sequence: [False, True]}\n- condition: {type: Ready, never: [True, False]}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "observed [False → True → False]");
+    fails_with(&v[2], "transition True → False must never happen");
+}
+
+#[test]
+fn order() {
+    let marks = "i1: {firstLogLine: {container: init-1}}\ni2: {firstLogLine: {container: init-2}}\ni3: {firstLogLine: {container: init-3}}\nmain: {firstLogLine: {container: main}}";
+    let v = judge("init-ordering", marks, "- order: [i1, i2, i3, main]\n- order: [i2, i1]");
+    pass(&v[0]);
+    fails_with(&v[1], "`i2` came 1.266s later");
+}
+
+#[test]
+fn gap_from_log_timestamps() {
+    let marks = "term: {log: {container: main, regex: \"TERM received\"}}\nkill: {lastLogLine: {container: main}}";
+    let v = judge(
+        "sigterm-ignored",
+        marks,
+        "- gap: {from: term, to: kill, target: 5s, tolerance: 300ms}\n- gap: {from: term, to: kill, target: 10s, tolerance: 500ms}",
+    );
+    pass(&v[0]);
+    assert!((v[0].measured[0] - 4.832).abs() < 0.001, "{:?}", v[0].measured);
+    fails_with(&v[1], "measured 4.832s");
+}
+
+#[test]
+fn gap_with_status_times_is_widened_and_says_so() {
+    let marks = "s: {containerStarted: {container: main}}\nt: {containerTerminated: {container: main}}";
+    let v = judge("restart-never-success", marks, "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}");
+    pass(&v[0]);
+    assert!(v[0].evidence.contains("widened by 2s"), "{}", v[0].evidence);
+    fails_with(&v[1], "measured 1s");
+}
+
+#[test]
+fn delete_grace_override_gap() {
+    let marks = "term: {log: {container: main, regex: \"TERM received\"}}\nkill: {lastLogLine: {container: main}}";
+    let v = judge(
+        "delete-grace-override",
+        marks,
+        "- gap: {from: term, to: kill, target: 2s, tolerance: 300ms}\n- gap: {from: term, to: kill, target: 30s, tolerance: 1s}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "measured 1.812s");
+}
+
+#[test]
+fn event() {
+    let v = judge(
+        "probe-liveness-exec",
+        "",
+        "- event: {reason: Unhealthy, container: main, count: {atLeast: 6}}\n- event: {reason: Killing, message: \"failed liveness probe\", count: 3}\n- event: {reason: OOMKilling}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "expected exactly 3, observed 4");
+    fails_with(&v[2], "observed 0");
+}
+
+#[test]
+fn log_with_templates_from_the_observed_pod() {
+    let v = judge(
+        "downward-api-env",
+        "",
+        "- log: {container: main, regex: \"POD_NAME=${pod.name}$\"}\n- log: {container: main, regex: \"POD_UID=${pod.uid}$\"}\n- log: {container: main, regex: \"NODE_NAME=nonexistent-node\"}",
+    );
+    pass(&v[0]);
+    pass(&v[1]);
+    fails_with(&v[2], "observed 0");
+}
+
+#[test]
+fn backoff() {
+    let v = judge(
+        "restart-always-crashloop",
+        "",
+        "- backoff: {container: main, minRestarts: 5, doubling: {base: 10s, factor: 2, cap: 5m, firstImmediate: true}}\n\
+         - backoff: {container: main, doubling: {base: 10s, factor: 2, late: 2s}}",
+    );
+    pass(&v[0]);
+    assert_eq!(v[0].measured, vec![0.0, 14.0, 24.0, 52.0, 82.0]);
+    fails_with(&v[1], "interval 1 (#0 finishedAt→#1 startedAt) = 0s not in 10s..12s");
+}
+
+#[test]
+fn backoff_from_logs() {
+    let v = judge(
+        "restart-always-crashloop",
+        "",
+        "- backoff: {container: main, measure: logs, intervals: [{max: 3s}, {min: 12s, max: 17s}]}\n- backoff: {container: main, measure: logs, intervals: [{max: 1s}]}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "= 2.494s not in ≤1s");
+}
+
+#[test]
+fn never() {
+    let marks = "term: {log: {container: main, regex: TERM}}";
+    let v = judge(
+        "sigterm-handled",
+        marks,
+        "- never: {mark: {event: {reason: BackOff}}}\n- never: {mark: term}\n- never: {mark: term, before: {action: {action: delete}}}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "TERM received");
+    pass(&v[2]);
+}
+
+#[test]
+fn prestop_counts_against_grace_and_kill_comes_two_seconds_after() {
+    let marks = "del: {action: {action: delete}}\nbegin: {log: {container: main, regex: prestop-begin}}\nkill: {lastLogLine: {container: main}}";
+    let v = judge(
+        "prestop-exceeds-grace",
+        marks,
+        "- gap: {from: del, to: kill, target: 6s, tolerance: 300ms}\n- event: {reason: FailedPreStopHook}\n- gap: {from: del, to: kill, target: 4s, tolerance: 300ms}",
+    );
+    pass(&v[0]);
+    pass(&v[1]);
+    fails_with(&v[2], "measured 5.845s");
+}
