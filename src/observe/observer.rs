@@ -161,12 +161,18 @@ impl Observer {
         self.tl.stats.pod_watch_events += 1;
         let rv = pod.metadata.resource_version.clone();
         if let Some(rv) = &rv {
-            // resourceVersions are opaque, but etcd-backed servers use increasing integers;
-            // that lets us drop stale deliveries after a watch restart.
-            if !self.seen_rvs.insert(rv.clone()) && kind != WatchKind::Deleted {
+            // A DELETED event may carry the last MODIFIED's resourceVersion: it is a fact of its own.
+            let key = if kind == WatchKind::Deleted {
+                format!("{rv}/deleted")
+            } else {
+                rv.clone()
+            };
+            if !self.seen_rvs.insert(key) {
                 self.tl.stats.pod_duplicates += 1;
                 return;
             }
+            // resourceVersions are opaque, but etcd-backed servers use increasing integers;
+            // that lets us drop stale deliveries after a watch restart.
             if let Ok(n) = rv.parse::<u64>() {
                 if self.last_rv.is_some_and(|last| n < last) && kind != WatchKind::Deleted {
                     self.tl.stats.pod_out_of_order += 1;
