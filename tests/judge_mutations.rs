@@ -7,7 +7,9 @@ use podlife::judge::{Outcome, Verdict, judge_case};
 use podlife::observe::Recording;
 
 fn rec(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recordings")
+        .join(name)
 }
 
 /// Judges `expect` (YAML list items) with `marks` on recording `name`.
@@ -28,7 +30,11 @@ fn judge(name: &str, marks: &str, expect: &str) -> Vec<Verdict> {
 
 fn indent(s: &str, n: usize) -> String {
     let pad = " ".repeat(n);
-    s.trim().lines().map(|l| format!("{pad}{l}")).collect::<Vec<_>>().join("\n")
+    s.trim()
+        .lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[track_caller]
@@ -39,7 +45,11 @@ fn pass(v: &Verdict) {
 #[track_caller]
 fn fails_with(v: &Verdict, measured: &str) {
     assert_eq!(v.outcome, Outcome::Fail, "expected a failure: {}", v.evidence);
-    assert!(v.evidence.contains(measured), "evidence should name `{measured}`: {}", v.evidence);
+    assert!(
+        v.evidence.contains(measured),
+        "evidence should name `{measured}`: {}",
+        v.evidence
+    );
 }
 
 #[test]
@@ -51,7 +61,11 @@ fn phase() {
 
 #[test]
 fn phases() {
-    let v = judge("init-fail-never", "", "- phases: [Pending, Failed]\n- phases: [Pending, Running, Failed]");
+    let v = judge(
+        "init-fail-never",
+        "",
+        "- phases: [Pending, Failed]\n- phases: [Pending, Running, Failed]",
+    );
     pass(&v[0]);
     fails_with(&v[1], "observed [Pending → Failed]");
 }
@@ -64,7 +78,10 @@ fn container() {
         "- container: {name: main, exitCode: 137, reason: OOMKilled, restartCount: 0}\n- container: {name: main, exitCode: 1, reason: Error}",
     );
     pass(&v[0]);
-    fails_with(&v[1], "exitCode: expected 1, observed 137; reason: expected Error, observed OOMKilled");
+    fails_with(
+        &v[1],
+        "exitCode: expected 1, observed 137; reason: expected Error, observed OOMKilled",
+    );
 }
 
 #[test]
@@ -80,7 +97,11 @@ fn container_restart_count_and_waiting_reasons() {
 
 #[test]
 fn never_started() {
-    let v = judge("init-fail-never", "", "- container: {name: main, neverStarted: true}\n- container: {name: init-1, neverStarted: true}");
+    let v = judge(
+        "init-fail-never",
+        "",
+        "- container: {name: main, neverStarted: true}\n- container: {name: init-1, neverStarted: true}",
+    );
     pass(&v[0]);
     fails_with(&v[1], "1 instance(s) and 2 log line(s)");
 }
@@ -121,7 +142,11 @@ fn gap_from_log_timestamps() {
 #[test]
 fn gap_with_status_times_is_widened_and_says_so() {
     let marks = "s: {containerStarted: {container: main}}\nt: {containerTerminated: {container: main}}";
-    let v = judge("restart-never-success", marks, "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}");
+    let v = judge(
+        "restart-never-success",
+        marks,
+        "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}",
+    );
     pass(&v[0]);
     assert!(v[0].evidence.contains("widened by 2s"), "{}", v[0].evidence);
     fails_with(&v[1], "measured 1s");

@@ -202,11 +202,23 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     let mut facts = vec![];
     let mut early_fail = false;
     // Final state of the selected instance.
+    // With `instance: last`, state and reason are the current state's (a waiting reason such as
+    // CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's: while
+    // waiting that is lastState, i.e. the previous instance, which the evidence names.
+    let mut exit_of = String::new();
     let (state_name, reason, exit_code) = match c.instance {
         InstanceSel::Last | InstanceSel::Any => {
             let exit = match &st.state {
                 State::Terminated(t) => Some(t.exit_code),
-                _ => st.last_terminated.as_ref().map(|t| t.exit_code),
+                _ => {
+                    if let Some(t) = &st.last_terminated {
+                        exit_of = match t.instance {
+                            Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
+                            None => " (of the last terminated instance)".into(),
+                        };
+                    }
+                    st.last_terminated.as_ref().map(|t| t.exit_code)
+                }
             };
             (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
         }
@@ -235,12 +247,12 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     }
     if let Some(code) = c.exit_code {
         facts.push(format!(
-            "exitCode {}",
+            "exitCode {}{exit_of}",
             exit_code.map_or("none".into(), |e| e.to_string())
         ));
         if exit_code != Some(code) {
             problems.push(format!(
-                "exitCode: expected {code}, observed {}",
+                "exitCode: expected {code}, observed {}{exit_of}",
                 exit_code.map_or("none".into(), |e| e.to_string())
             ));
         }
@@ -383,6 +395,13 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
                 fmt_secs(secs(a.at.duration_since(b.at))),
                 a.what,
                 b.what
+            ));
+        }
+        let exact = a.precision == SignedDuration::ZERO && b.precision == SignedDuration::ZERO;
+        if a.at == b.at && exact {
+            return fail(format!(
+                "order: expected {la} strictly before {lb}, but both are at the same instant ({}; {})",
+                a.what, b.what
             ));
         }
         if a.at == b.at && (a.precision > SignedDuration::ZERO || b.precision > SignedDuration::ZERO) {

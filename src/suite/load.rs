@@ -718,6 +718,12 @@ impl Refs<'_, '_> {
                         format!("{path}.gap"),
                         "a gap needs `target` (± `tolerance`) or `min`/`max`",
                     );
+                } else if has_target && has_bounds {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.gap"),
+                        "give `target` (± `tolerance`) or `min`/`max`, not both",
+                    );
                 } else if g.tolerance.is_some() && !has_target {
                     self.ctx
                         .err(case_name, format!("{path}.gap.tolerance"), "`tolerance` needs `target`");

@@ -311,7 +311,10 @@ impl fmt::Display for MarkSpec {
             MarkSpec::Event(e) => {
                 write!(f, "{} event {}", e.occurrence, e.reason)?;
                 if let Some(c) = &e.container {
-                    write!(f, " ({c})")?;
+                    write!(f, " on `{c}`")?;
+                }
+                if let Some(m) = &e.message {
+                    write!(f, " message {m}")?;
                 }
                 Ok(())
             }
@@ -531,10 +534,12 @@ pub struct ContainerExpect {
     pub instance: InstanceSel,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<ContainerState>,
-    /// Terminated exit code.
+    /// Exit code of the selected instance; for `instance: last` while waiting or running, of
+    /// the last terminated instance (lastState).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i32>,
-    /// Terminated reason (Completed, Error, OOMKilled, ...) or waiting reason.
+    /// The reason of the selected state: terminated (Completed, Error, OOMKilled) or, for the
+    /// current state of `instance: last`, waiting (CrashLoopBackOff, ErrImageNeverPull).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Final restartCount.

@@ -1,0 +1,297 @@
+//! The built-in suites on the real recordings: every case that has a recording passes on it
+//! (through the same replay path as `podlife run --replay`), and for each area a mutated
+//! expectation fails on the same recording.
+
+use std::path::PathBuf;
+
+use podlife::judge::Outcome;
+use podlife::run::case::{AttemptStatus, replay_case};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn recordings() -> PathBuf {
+    root().join("tests/fixtures/recordings")
+}
+
+#[test]
+fn suites_validate_and_cover_every_area_with_30_cases_or_more() {
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
+    let cases: Vec<_> = suites.iter().flat_map(|s| &s.cases).collect();
+    assert!(cases.len() >= 30, "{}", cases.len());
+    for c in &cases {
+        assert!(!c.spec.description.is_empty(), "{} has no description", c.full_name());
+        assert!(c.spec.reference.is_some(), "{} has no reference", c.full_name());
+    }
+    let names: Vec<&str> = suites.iter().map(|s| s.name()).collect();
+    for area in [
+        "restart-policy",
+        "init-containers",
+        "sidecars",
+        "hooks",
+        "termination",
+        "downward-api",
+        "emptydir",
+        "probes",
+        "status",
+    ] {
+        assert!(names.contains(&area), "no suite for {area}: {names:?}");
+    }
+}
+
+#[test]
+fn every_recorded_case_passes_on_its_recording() {
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap();
+    let mut covered = 0;
+    let mut failures = vec![];
+    for c in suites.iter().flat_map(|s| &s.cases) {
+        let dir = recordings().join(c.name());
+        if !dir.is_dir() {
+            continue;
+        }
+        covered += 1;
+        let a = replay_case(c, &dir);
+        if a.status != AttemptStatus::Passed {
+            let bad: Vec<_> = a
+                .verdicts
+                .iter()
+                .filter(|v| v.outcome != Outcome::Pass)
+                .map(|v| v.evidence.clone())
+                .collect();
+            failures.push(format!("{}: {:?} {:?} {bad:#?}", c.full_name(), a.status, a.error));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(covered, 30, "every recording has a built-in case");
+}
+
+/// Replaces `from` by `to` once inside case `case` of `suite`, replays the case on its
+/// recording and returns the failing evidence.
+fn mutated(suite: &str, case: &str, from: &str, to: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("suites").join(suite)).unwrap();
+    let start = text
+        .find(&format!("  - name: {case}\n"))
+        .unwrap_or_else(|| panic!("no case {case}"));
+    let end = text[start + 10..]
+        .find("\n  - name: ")
+        .map_or(text.len(), |i| start + 10 + i);
+    let block = &text[start..end];
+    assert_eq!(block.matches(from).count(), 1, "`{from}` must occur once in {case}");
+    let mutated = format!("{}{}{}", &text[..start], block.replacen(from, to, 1), &text[end..]);
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
+    let path = dir.path().join(suite);
+    std::fs::write(&path, mutated).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
+    let c = suites[0].cases.iter().find(|c| c.name() == case).unwrap();
+    let a = replay_case(c, &recordings().join(case));
+    assert_eq!(
+        a.status,
+        AttemptStatus::Failed,
+        "the mutation `{from}` → `{to}` must fail {case}"
+    );
+    a.verdicts
+        .iter()
+        .filter(|v| v.outcome != Outcome::Pass)
+        .map(|v| v.evidence.clone())
+        .collect()
+}
+
+#[track_caller]
+fn assert_named(evidence: &[String], needle: &str) {
+    assert!(
+        evidence.iter().any(|e| e.contains(needle)),
+        "expected `{needle}` in {evidence:#?}"
+    );
+}
+
+#[test]
+fn termination_grace_5s_expected_10s_fails() {
+    let e = mutated(
+        "termination.yaml",
+        "sigterm-ignored",
+        "{from: term, to: kill, target: 5s",
+        "{from: term, to: kill, target: 10s",
+    );
+    assert_named(&e, "measured 4.832s");
+}
+
+#[test]
+fn restart_policy_wrong_restart_count_fails() {
+    let e = mutated(
+        "restart-policy.yaml",
+        "restart-never-fail",
+        "exitCode: 7, reason: Error, restartCount: 0",
+        "exitCode: 7, reason: Error, restartCount: 1",
+    );
+    assert_named(&e, "restartCount: expected exactly 1, observed 0");
+}
+
+#[test]
+fn restart_policy_backoff_without_sync_slack_fails() {
+    let e = mutated(
+        "restart-policy.yaml",
+        "restart-always-crashloop",
+        "firstImmediate: true, late: 12s",
+        "firstImmediate: true, late: 1s",
+    );
+    assert_named(&e, "= 14s not in 10s..11s");
+}
+
+#[test]
+fn init_containers_reversed_order_fails() {
+    let e = mutated(
+        "init-containers.yaml",
+        "init-ordering",
+        "order: [init1Start, init2Start,",
+        "order: [init2Start, init1Start,",
+    );
+    assert_named(&e, "but `init2Start` came");
+}
+
+#[test]
+fn sidecar_stopped_before_the_app_fails() {
+    let e = mutated(
+        "sidecars.yaml",
+        "sidecar-native",
+        "order: [sidecarStart, mainStart, mainDone, sidecarTerm]",
+        "order: [sidecarStart, mainStart, sidecarTerm, mainDone]",
+    );
+    assert_named(&e, "but `sidecarTerm` came");
+}
+
+#[test]
+fn hooks_prestop_not_counted_against_grace_fails() {
+    let e = mutated(
+        "hooks.yaml",
+        "prestop-exceeds-grace",
+        "{from: deleteSent, to: kill, target: 6s",
+        "{from: deleteSent, to: kill, target: 4s",
+    );
+    assert_named(&e, "measured 5.845s");
+}
+
+#[test]
+fn probes_readiness_without_unready_fails() {
+    let e = mutated(
+        "probes.yaml",
+        "probe-readiness-exec",
+        "condition: {type: Ready, sequence: [False, True, False]}",
+        "condition: {type: Ready, sequence: [False, True]}",
+    );
+    assert_named(&e, "observed [False → True → False]");
+}
+
+#[test]
+fn downward_api_wrong_pod_field_fails() {
+    let e = mutated(
+        "downward-api.yaml",
+        "downward-api-env",
+        "regex: '^POD_IP=${pod.ip}$'",
+        "regex: '^POD_IP=${host.ip}$'",
+    );
+    assert_named(&e, "observed 0");
+}
+
+#[test]
+fn emptydir_memory_not_tmpfs_fails() {
+    let e = mutated(
+        "emptydir.yaml",
+        "emptydir-sharing",
+        "regex: '^tmpfs on /mem type tmpfs \\(.*size=16384k'",
+        "regex: '^tmpfs on /mem type tmpfs \\(.*size=32768k'",
+    );
+    assert_named(&e, "observed 0");
+}
+
+#[test]
+fn status_oom_reason_fails_as_error() {
+    let text = std::fs::read_to_string(root().join("suites/status.yaml")).unwrap();
+    assert!(text.contains("reason: OOMKilled"));
+    let e = mutated("status.yaml", "oom-killed", "reason: OOMKilled", "reason: Error");
+    assert_named(&e, "observed OOMKilled");
+}
+
+#[test]
+fn replay_run_writes_reports_and_exits_0() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["run", "--replay", "tests/fixtures/recordings", "--reports"])
+        .arg(reports.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8_lossy(&out);
+    assert!(stdout.contains("30 passed; 0 failed"), "{stdout}");
+    let run_dir = std::fs::read_dir(reports.path())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let xml = std::fs::read_to_string(run_dir.join("junit.xml")).unwrap();
+    let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    assert_eq!(report.failures, 0);
+    assert_eq!(report.errors, 0);
+    assert_eq!(report.test_suites.len(), 9);
+    // Cases without a recording are skipped, with the reason.
+    assert!(
+        xml.contains("no recording `restart-onfailure-exit0`"),
+        "{}",
+        &xml[..500]
+    );
+    // Each timeline file is judged again by `podlife judge` with the same verdict.
+    let tl = run_dir.join("timelines/termination__sigterm-ignored.json");
+    assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args([
+            "judge",
+            "--suite",
+            "suites/termination.yaml",
+            "--case",
+            "sigterm-ignored",
+        ])
+        .arg(&tl)
+        .assert()
+        .success();
+    insta::assert_snapshot!("junit_replay_termination", normalize(&xml, "termination"));
+}
+
+#[test]
+fn replay_run_with_a_failing_case_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
+    let text = std::fs::read_to_string(root().join("suites/status.yaml"))
+        .unwrap()
+        .replace("reason: OOMKilled", "reason: Error");
+    std::fs::write(dir.path().join("status.yaml"), text).unwrap();
+    assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .args(["run", "--suites"])
+        .arg(dir.path().join("status.yaml"))
+        .arg("--replay")
+        .arg(recordings())
+        .arg("--reports")
+        .arg(dir.path().join("reports"))
+        .assert()
+        .code(1);
+}
+
+/// One testsuite of the JUnit XML with run-dependent values (run id, times, paths) replaced.
+fn normalize(xml: &str, suite: &str) -> String {
+    let start = xml.find(&format!("<testsuite name=\"{suite}\"")).unwrap();
+    let end = start + xml[start..].find("</testsuite>").unwrap() + "</testsuite>".len();
+    let s = &xml[start..end];
+    let re_time = regex::Regex::new(r#"(time|timestamp)="[^"]*""#).unwrap();
+    let re_run = regex::Regex::new(r#"name="podlife.run" value="[^"]*""#).unwrap();
+    let s = re_time.replace_all(s, "$1=\"…\"");
+    let s = re_run.replace_all(&s, "name=\"podlife.run\" value=\"RUNID\"");
+    s.replace(&recordings().display().to_string(), "RECORDINGS")
+}
