@@ -98,6 +98,9 @@ pub struct RunArgs {
     /// Less console output.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Write the per-case console lines to this file instead of stdout.
+    #[arg(long, value_name = "PATH")]
+    pub logfile: Option<PathBuf>,
     /// Suite files or directories.
     #[arg(long = "suites", default_value = "suites")]
     pub suites: Vec<PathBuf>,
@@ -389,6 +392,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         cleanup_timeout: args.cleanup_timeout,
         settle: args.settle,
         quiet: args.quiet,
+        logfile: args.logfile,
         cancel: None,
     };
     crate::run::run(opts, suites)

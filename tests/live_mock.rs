@@ -35,6 +35,8 @@ fn opts(reports: &Path) -> RunOptions {
         cleanup_timeout: Duration::from_secs(5),
         settle: Duration::from_millis(500),
         quiet: true,
+        // libtest-style lines go to a file: inside `cargo test` they would read as our results.
+        logfile: Some(reports.join("console.log")),
         cancel: None,
     }
 }

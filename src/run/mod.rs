@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub cleanup_timeout: Duration,
     pub settle: Duration,
     pub quiet: bool,
+    /// Write the libtest-style console output to this file instead of stdout.
+    pub logfile: Option<PathBuf>,
     /// Cancels the run like Ctrl-C when it flips to true (tests and embedding).
     pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
 }
@@ -471,6 +473,7 @@ fn libtest_args(opts: &RunOptions) -> libtest_mimic::Arguments {
         ignored: opts.ignored,
         include_ignored: opts.include_ignored,
         quiet: opts.quiet,
+        logfile: opts.logfile.as_ref().map(|p| p.display().to_string()),
         ..libtest_mimic::Arguments::default()
     }
 }

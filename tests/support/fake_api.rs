@@ -360,8 +360,7 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                         .script
                         .pods
                         .iter()
-                        .filter(|i| !i.after_delete)
-                        .last()
+                        .rfind(|i| !i.after_delete)
                         .map(|i| run.localize(&i.object));
                     json_resp(200, last.unwrap_or(json!({})))
                 }
