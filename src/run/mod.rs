@@ -280,6 +280,9 @@ pub fn execute(
     let reports: Arc<Mutex<Vec<CaseReport>>> = Arc::default();
     let server = fingerprint.server_minor();
     let source = Arc::new(source);
+    // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
+    let mut cases = cases;
+    cases.sort_by_key(|(_, c)| std::cmp::Reverse(c.timeout));
     let mut trials = vec![];
     for (suite, case) in cases {
         let (ignored, reason) = ignore_reason(&case, server, &source);
