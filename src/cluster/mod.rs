@@ -374,6 +374,16 @@ impl CaseApi {
         Ok(name)
     }
 
+    /// Merge-patches the pod (labels and annotations).
+    pub async fn patch_pod(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
+        self.count();
+        self.pods()
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|e| api_err(format!("patch pod {}/{name}", self.namespace), &e))?;
+        Ok(())
+    }
+
     /// Deletes the pod, optionally overriding the grace period.
     pub async fn delete_pod(&self, name: &str, grace: Option<i64>) -> Result<(), ClusterError> {
         self.count();

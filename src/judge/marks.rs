@@ -295,6 +295,7 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             let name = match a.action {
                 ActionKind::Apply => "apply",
                 ActionKind::Delete => "DELETE",
+                ActionKind::Patch => "patch",
             };
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t))))
         }

@@ -34,6 +34,17 @@ pub struct Verdict {
     /// Measured values in seconds (gaps, back-off intervals), for statistics and diffs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<f64>,
+    /// The instants of the marks used (a gap's from and to, an order's chain), for timelines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<MarkAt>,
+}
+
+/// A resolved mark as reported: its label and instant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkAt {
+    pub label: String,
+    pub at: Timestamp,
 }
 
 /// Judges every expectation of a case. When `tl.complete` is false, expectations that cannot
@@ -60,6 +71,7 @@ struct J {
     outcome: Outcome,
     evidence: String,
     measured: Vec<f64>,
+    marks: Vec<MarkAt>,
 }
 
 fn pass(e: impl Into<String>) -> J {
@@ -67,6 +79,7 @@ fn pass(e: impl Into<String>) -> J {
         outcome: Outcome::Pass,
         evidence: e.into(),
         measured: vec![],
+        marks: vec![],
     }
 }
 fn fail(e: impl Into<String>) -> J {
@@ -74,6 +87,7 @@ fn fail(e: impl Into<String>) -> J {
         outcome: Outcome::Fail,
         evidence: e.into(),
         measured: vec![],
+        marks: vec![],
     }
 }
 fn undecided(e: impl Into<String>) -> J {
@@ -81,6 +95,7 @@ fn undecided(e: impl Into<String>) -> J {
         outcome: Outcome::Undecided,
         evidence: e.into(),
         measured: vec![],
+        marks: vec![],
     }
 }
 
@@ -103,6 +118,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         outcome: j.outcome,
         evidence: j.evidence,
         measured: j.measured,
+        marks: j.marks,
     }
 }
 
@@ -274,6 +290,29 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             }
         }
     }
+    if let Some(m) = &c.message {
+        // The selected instance's termination message: current state, else lastState.
+        let msg = match c.instance {
+            InstanceSel::Nth(n) => instances
+                .iter()
+                .find(|i| i.instance == n)
+                .and_then(|i| i.message.clone()),
+            _ => match &st.state {
+                State::Terminated(t) => t.message.clone(),
+                _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
+            },
+        };
+        match compile(m, tl) {
+            Ok(re) => {
+                let got = msg.unwrap_or_default();
+                facts.push(format!("message {got:?}"));
+                if !re.is_match(&got) {
+                    problems.push(format!("termination message: expected {m}, observed {got:?}"));
+                }
+            }
+            Err(why) => problems.push(format!("termination message: {why}")),
+        }
+    }
     if !c.waiting_reasons_seen.is_empty() {
         let seen: std::collections::BTreeSet<String> = tl
             .snapshots
@@ -413,7 +452,15 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     if !notes.is_empty() {
         ev.push_str(&format!(" [{}]", notes.join("; ")));
     }
-    pass(ev)
+    let mut j = pass(ev);
+    j.marks = hits
+        .iter()
+        .map(|(l, h)| MarkAt {
+            label: l.clone(),
+            at: h.at,
+        })
+        .collect();
+    j
 }
 
 fn secs(d: SignedDuration) -> f64 {
@@ -479,6 +526,16 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     );
     let mut j = if ok { pass(ev) } else { fail(ev) };
     j.measured = vec![measured];
+    j.marks = vec![
+        MarkAt {
+            label: g.from.label(),
+            at: a.at,
+        },
+        MarkAt {
+            label: g.to.label(),
+            at: b.at,
+        },
+    ];
     j
 }
 

@@ -362,6 +362,7 @@ impl Observer {
                 finished_at: None,
                 exit_code: None,
                 reason: None,
+                message: None,
                 first_seen_running: None,
                 first_seen_terminated: None,
                 first_seen: received,
@@ -419,6 +420,7 @@ impl Observer {
             inst.finished_at = t.finished_at;
             inst.exit_code = Some(t.exit_code);
             inst.reason = t.reason.clone();
+            inst.message = t.message.clone();
             if !from_last_state {
                 inst.first_seen_terminated.get_or_insert(received);
             }

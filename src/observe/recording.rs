@@ -150,6 +150,7 @@ fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
         let kind = match a.action.as_str() {
             "create-pod" | "apply-pod" => ActionKind::Apply,
             "delete" => ActionKind::Delete,
+            "patch" | "patch-pod" => ActionKind::Patch,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };

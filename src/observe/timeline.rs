@@ -220,6 +220,9 @@ pub struct Instance {
     pub exit_code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The termination message (terminationMessagePath, or the log tail with FallbackToLogsOnError).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_seen_running: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -98,6 +98,9 @@ fn test_case(c: &CaseReport) -> TestCase {
     if let Some(r) = &c.reference {
         tc.add_property(("reference", r.as_str()));
     }
+    for u in &c.upstream {
+        tc.add_property(("upstream", u.as_str()));
+    }
     tc.set_system_out(system_out(c));
     tc
 }

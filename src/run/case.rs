@@ -89,6 +89,7 @@ fn failed_step(evidence: String) -> Verdict {
         outcome: Outcome::Fail,
         evidence,
         measured: vec![],
+        marks: vec![],
     }
 }
 
@@ -160,6 +161,8 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
                 Some(_) => None,
             },
             Step::Sleep(_) => None,
+            Step::Patch(_) => (!tl.actions.iter().any(|a| a.kind == ActionKind::Patch))
+                .then(|| format!("steps[{i}] patch: the recording has no patch")),
         };
         if let Some(p) = problem {
             step_failure = Some(failed_step(p));
@@ -313,6 +316,22 @@ async fn observe_case(
                             done: Some(Timestamp::now()),
                             grace_period_seconds: d.grace_period_seconds,
                             detail: None,
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::Error(e.to_string())),
+                }
+            }
+            Step::Patch(p) => {
+                let sent = Timestamp::now();
+                match api.patch_pod(&pod_name, &p.merge_patch()).await {
+                    Ok(()) => {
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Patch,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: None,
+                            detail: Some(p.merge_patch().to_string()),
                         }));
                         Ok(None)
                     }

@@ -66,6 +66,9 @@ pub struct CaseReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     pub tags: Vec<String>,
+    /// Upstream conformance testnames this case certifies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<String>,
     pub status: CaseStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore_reason: Option<String>,
@@ -301,6 +304,7 @@ pub fn execute(
             description: case.spec.description.clone(),
             reference: case.spec.reference.clone(),
             tags: case.tags.clone(),
+            upstream: case.spec.upstream.clone(),
             status: CaseStatus::Ignored,
             ignore_reason: reason.clone(),
             attempts: vec![],

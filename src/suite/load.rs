@@ -468,6 +468,12 @@ fn load_case(
                 }
             }
             Step::Sleep(_) => {}
+            Step::Patch(p) => {
+                if p.labels.is_empty() && p.annotations.is_empty() {
+                    refs.ctx
+                        .err(s, format!("{sp}.patch"), "a patch needs `labels` or `annotations`");
+                }
+            }
         }
     }
     for (i, e) in case.expect.iter().enumerate() {

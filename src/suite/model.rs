@@ -117,6 +117,10 @@ pub struct Case {
     /// Extra tags.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// Upstream Kubernetes conformance tests (their `testname` in
+    /// test/conformance/testdata/conformance.yaml) whose behaviour this case certifies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<String>,
     /// Path of the pod manifest, relative to the project root (e.g. `manifests/x.yaml`) or the suite file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manifest: Option<Loc<String>>,
@@ -150,6 +154,25 @@ pub enum Step {
     Delete(DeleteStep),
     /// Wait a fixed time.
     Sleep(Dur),
+    /// Merge-patch the pod's labels and/or annotations (a null value removes a key).
+    Patch(PatchStep),
+}
+
+/// `patch: {labels: {k: v}, annotations: {k: v}}`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchStep {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Option<String>>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, Option<String>>,
+}
+
+impl PatchStep {
+    /// The JSON merge patch for the pod.
+    pub fn merge_patch(&self) -> serde_json::Value {
+        serde_json::json!({"metadata": {"labels": self.labels, "annotations": self.annotations}})
+    }
 }
 
 /// `waitFor: {until: <mark>, timeout: 30s}`.
@@ -480,6 +503,8 @@ pub enum ActionKind {
     Apply,
     /// A pod DELETE request was sent.
     Delete,
+    /// A metadata patch was sent.
+    Patch,
 }
 
 /// What must hold on the observed timeline.
@@ -545,6 +570,10 @@ pub struct ContainerExpect {
     /// Final restartCount.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart_count: Option<Count>,
+    /// The termination message of the selected terminated instance (from
+    /// terminationMessagePath, or the log tail with FallbackToLogsOnError) must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
     /// Waiting reasons that must have been seen at some point (e.g. CrashLoopBackOff).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_reasons_seen: Vec<String>,
