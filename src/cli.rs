@@ -36,6 +36,8 @@ pub enum Command {
     Run(RunArgs),
     /// List every image the selected cases need (after --image overrides), to pre-load them.
     Images(ImagesArgs),
+    /// Compare two runs (report folders): verdict regressions, timing changes, fingerprints.
+    Diff(DiffArgs),
     /// Print the timeline built from a recording folder (JSON).
     Timeline {
         /// A recording folder.
@@ -101,9 +103,30 @@ pub struct RunArgs {
     /// Write the per-case console lines to this file instead of stdout.
     #[arg(long, value_name = "PATH")]
     pub logfile: Option<PathBuf>,
+    /// Run every case N times: pass rates and min/median/max of every measured gap.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub repeat: u32,
+    /// `certify`: run the selected built-in suites and state per area whether the node conforms.
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    /// Pin every case's pod to this node (spec.nodeName).
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Add a nodeSelector to every case's pod (repeatable).
+    #[arg(long = "node-selector", value_name = "KEY=VALUE", value_parser = parse_image)]
+    pub node_selector: Vec<(String, String)>,
+    /// Run every case's pod with this RuntimeClass (runc, crun, gVisor, Kata ...).
+    #[arg(long, value_name = "NAME")]
+    pub runtime_class: Option<String>,
     /// Suite files or directories.
     #[arg(long = "suites", default_value = "suites")]
     pub suites: Vec<PathBuf>,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// Every built-in suite, with a per-area conformance summary.
+    Certify,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +159,29 @@ fn parse_image(s: &str) -> Result<(String, String), String> {
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("invalid duration `{s}`: {e}"))
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct DiffArgs {
+    /// The earlier run: reports/<runid> (or a reports folder holding one run).
+    pub before: PathBuf,
+    /// The later run.
+    pub after: PathBuf,
+    /// A timing change counts beyond this: `20%` (relative) or `500ms` (absolute).
+    #[arg(long, default_value = "20%")]
+    pub threshold: crate::report::diff::Threshold,
+    /// With a percentage threshold, ignore changes smaller than this (noise on near-zero gaps).
+    #[arg(long, default_value = "100ms", value_parser = parse_duration)]
+    pub min_change: std::time::Duration,
+    #[arg(long, value_enum, default_value_t = DiffFormat::Table)]
+    pub format: DiffFormat,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffFormat {
+    Table,
+    Json,
+    Junit,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -189,6 +235,7 @@ pub fn main() -> ExitCode {
         Command::Judge(args) => judge_cmd(args),
         Command::Run(args) => run_cmd(args),
         Command::Images(args) => images_cmd(args),
+        Command::Diff(args) => diff_cmd(args),
         Command::Timeline { source } => match load_timeline(&source) {
             Ok(tl) => {
                 println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
@@ -412,7 +459,35 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         quiet: args.quiet,
         logfile: args.logfile,
         cancel: None,
+        repeat: args.repeat,
+        certify: args.profile == Some(Profile::Certify),
+        target: crate::run::Target {
+            node: args.node,
+            node_selector: args.node_selector.into_iter().collect(),
+            runtime_class: args.runtime_class,
+        },
     };
+    // libtest-mimic panics on a logfile it cannot create: check it here and say so instead.
+    if let Some(p) = &opts.logfile {
+        let created = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| std::fs::File::create(p).map(|_| ()));
+        if let Err(e) = created {
+            eprintln!("error: --logfile {}: {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    if opts.replay.is_some() && !opts.target.is_empty() {
+        eprintln!(
+            "error: --node, --node-selector and --runtime-class pin pods on a live cluster; they do not apply to --replay"
+        );
+        return ExitCode::from(2);
+    }
+    if opts.certify && (opts.filter.is_some() || !opts.skip.is_empty()) {
+        eprintln!("warning: --profile certify with a filter certifies only the selected cases");
+    }
     crate::run::run(opts, suites)
 }
 
@@ -531,4 +606,27 @@ pub fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String
         ));
     }
     Ok(out)
+}
+
+fn diff_cmd(args: DiffArgs) -> ExitCode {
+    use crate::report::diff;
+    let load = |p: &std::path::Path| diff::load_summary(p);
+    let (before, after) = match (load(&args.before), load(&args.after)) {
+        (Ok((_, b)), Ok((_, a))) => (b, a),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = diff::diff(&before, &after, args.threshold, args.min_change.as_secs_f64());
+    match args.format {
+        DiffFormat::Table => print!("{}", diff::render_table(&d)),
+        DiffFormat::Json => println!("{}", serde_json::to_string_pretty(&d).expect("diff serializes")),
+        DiffFormat::Junit => println!("{}", diff::render_junit(&d)),
+    }
+    if d.regressions > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -38,6 +38,9 @@ fn opts(reports: &Path) -> RunOptions {
         // libtest-style lines go to a file: inside `cargo test` they would read as our results.
         logfile: Some(reports.join("console.log")),
         cancel: None,
+        repeat: 1,
+        certify: false,
+        target: Default::default(),
     }
 }
 

@@ -102,6 +102,19 @@ pub struct Fingerprint {
     /// Set when the fingerprint comes from recordings, not a live cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The RuntimeClass every pod ran with (`--runtime-class`) and its handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_class: Option<RuntimeClassInfo>,
+    /// How pods were pinned (`--node`, `--node-selector`); `nodes` lists only those targeted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_target: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RuntimeClassInfo {
+    pub name: String,
+    pub handler: String,
 }
 
 impl Fingerprint {
@@ -115,6 +128,13 @@ impl Fingerprint {
         let mut out = vec![("server.version".to_string(), self.server_version.clone())];
         if let Some(s) = &self.source {
             out.push(("source".into(), s.clone()));
+        }
+        if let Some(rc) = &self.runtime_class {
+            out.push(("runtimeClass".into(), rc.name.clone()));
+            out.push(("runtimeClass.handler".into(), rc.handler.clone()));
+        }
+        if let Some(t) = &self.node_target {
+            out.push(("nodeTarget".into(), t.clone()));
         }
         for n in &self.nodes {
             let p = format!("node.{}", n.name);
@@ -199,6 +219,7 @@ impl Cluster {
             platform: Some(v.platform.clone()),
             nodes: vec![],
             source: None,
+            ..Fingerprint::default()
         };
         let needed: &[(&str, &str, Option<&str>)] = &[
             ("create", "namespaces", None),
@@ -246,6 +267,56 @@ impl Cluster {
             Err(e) => return Err(api_err("list nodes", &e)),
         }
         Ok(fp)
+    }
+
+    /// Checks what `--node`, `--node-selector` and `--runtime-class` name exists, narrows the
+    /// fingerprint to the targeted nodes and records the RuntimeClass handler.
+    pub async fn check_target(&self, fp: &mut Fingerprint, target: &crate::run::Target) -> Result<(), ClusterError> {
+        if let Some(rc) = &target.runtime_class {
+            let api: Api<k8s_openapi::api::node::v1::RuntimeClass> = Api::all(self.client.clone());
+            match api.get(rc).await {
+                Ok(r) => {
+                    fp.runtime_class = Some(RuntimeClassInfo {
+                        name: rc.clone(),
+                        handler: r.handler,
+                    })
+                }
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    return Err(ClusterError::Api {
+                        what: format!("--runtime-class {rc}"),
+                        reason: "no such RuntimeClass".into(),
+                    });
+                }
+                Err(e) => return Err(api_err(format!("get runtimeclass {rc}"), &e)),
+            }
+        }
+        if target.node.is_none() && target.node_selector.is_empty() {
+            return Ok(());
+        }
+        let mut lp = ListParams::default();
+        let sel: Vec<String> = target.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !sel.is_empty() {
+            lp = lp.labels(&sel.join(","));
+        }
+        if let Some(n) = &target.node {
+            lp = lp.fields(&format!("metadata.name={n}"));
+        }
+        let nodes = Api::<Node>::all(self.client.clone())
+            .list(&lp)
+            .await
+            .map_err(|e| api_err("list nodes", &e))?;
+        let infos: Vec<NodeInfo> = nodes.items.iter().map(node_info).collect();
+        let what = match (&target.node, sel.is_empty()) {
+            (Some(n), true) => format!("node {n}"),
+            (Some(n), false) => format!("node {n} with labels {}", sel.join(",")),
+            (None, _) => format!("nodes with labels {}", sel.join(",")),
+        };
+        if !infos.iter().any(|n| n.ready) {
+            return Err(ClusterError::NoReadyNode(format!("no Ready {what}")));
+        }
+        fp.nodes = infos;
+        fp.node_target = Some(what);
+        Ok(())
     }
 
     async fn can(&self, verb: &str, resource: &str, sub: Option<&str>) -> Result<bool, ClusterError> {

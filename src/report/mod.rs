@@ -2,6 +2,8 @@
 //! all written from the finished run's `RunSummary`.
 
 pub mod console;
+pub mod diff;
+pub mod html;
 pub mod junit;
 
 use std::path::Path;
@@ -40,6 +42,8 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
     let json = serde_json::to_string_pretty(summary).map_err(std::io::Error::other)?;
     std::fs::write(dir.join("summary.json"), json)?;
     paths.push(dir.join("summary.json").display().to_string());
+    std::fs::write(dir.join("index.html"), html::render(summary))?;
+    paths.push(dir.join("index.html").display().to_string());
     paths.push(dir.join("timelines").display().to_string() + "/");
     Ok(paths)
 }

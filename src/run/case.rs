@@ -61,6 +61,8 @@ pub struct Attempt {
 /// Shared state of a run that cases need.
 #[derive(Clone)]
 pub struct CaseEnv {
+    /// Node / runtime pinning injected into every pod.
+    pub target: super::Target,
     pub run_id: String,
     pub images: std::collections::BTreeMap<String, String>,
     pub cleanup_timeout: Duration,
@@ -234,7 +236,8 @@ async fn observe_case(
     api.create_namespace(&env.run_id, case.name())
         .await
         .map_err(|e| (e.to_string(), None))?;
-    let pod = case.render_pod(&env.images);
+    let mut pod = case.render_pod(&env.images);
+    env.target.apply(&mut pod);
     let pod_name = pod
         .pointer("/metadata/name")
         .and_then(|v| v.as_str())

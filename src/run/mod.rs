@@ -2,6 +2,7 @@
 //! → judge → cleanup (always, Ctrl-C included) → reports.
 
 pub mod case;
+pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -40,6 +41,51 @@ pub struct RunOptions {
     pub logfile: Option<PathBuf>,
     /// Cancels the run like Ctrl-C when it flips to true (tests and embedding).
     pub cancel: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Run every case this many times (statistics, flakiness).
+    pub repeat: u32,
+    /// Print the per-area certification summary.
+    pub certify: bool,
+    /// Which node / runtime the pods are pinned to.
+    pub target: Target,
+}
+
+/// What is being certified on a mixed cluster: injected into every case's pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_class: Option<String>,
+}
+
+impl Target {
+    pub fn is_empty(&self) -> bool {
+        self.node.is_none() && self.node_selector.is_empty() && self.runtime_class.is_none()
+    }
+
+    /// Sets nodeName, merges nodeSelector and sets runtimeClassName in a pod manifest.
+    pub fn apply(&self, pod: &mut serde_json::Value) {
+        let Some(spec) = pod.get_mut("spec").and_then(|s| s.as_object_mut()) else {
+            return;
+        };
+        if let Some(n) = &self.node {
+            spec.insert("nodeName".into(), serde_json::Value::String(n.clone()));
+        }
+        if !self.node_selector.is_empty() {
+            let sel = spec.entry("nodeSelector").or_insert_with(|| serde_json::json!({}));
+            if let Some(obj) = sel.as_object_mut() {
+                for (k, v) in &self.node_selector {
+                    obj.insert(k.clone(), serde_json::Value::String(v.clone()));
+                }
+            }
+        }
+        if let Some(rc) = &self.runtime_class {
+            spec.insert("runtimeClassName".into(), serde_json::Value::String(rc.clone()));
+        }
+    }
 }
 
 /// Final status of a case over its attempts.
@@ -74,6 +120,18 @@ pub struct CaseReport {
     pub ignore_reason: Option<String>,
     /// Every attempt, the last one deciding the status.
     pub attempts: Vec<Attempt>,
+    /// Attempts per repetition (`--repeat`), retries included.
+    #[serde(default)]
+    pub repetitions: Vec<usize>,
+    /// Share of repetitions that passed.
+    #[serde(default)]
+    pub pass_rate: f64,
+    /// min/median/max of every measured gap and interval over the repetitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measurements: Vec<stats::MeasureStats>,
+    /// The node the pod ran on (last attempt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
     /// Path of the timeline JSON (relative to the report folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_file: Option<String>,
@@ -106,7 +164,17 @@ pub struct RunSummary {
     pub interrupted: bool,
     /// Namespaces that could not be cleaned up.
     pub leftovers: Vec<String>,
+    /// Repetitions per case.
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// Per-area certification of the fingerprinted node.
+    #[serde(default)]
+    pub certification: Vec<stats::AreaResult>,
     pub cases: Vec<CaseReport>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// A short, unique, DNS-safe run id.
@@ -191,7 +259,8 @@ pub fn run_live(
     rt: &tokio::runtime::Runtime,
 ) -> Result<RunOutcome, crate::cluster::ClusterError> {
     let started = Timestamp::now();
-    let fp = rt.block_on(cluster.preflight())?;
+    let mut fp = rt.block_on(cluster.preflight())?;
+    rt.block_on(cluster.check_target(&mut fp, &opts.target))?;
     Ok(execute(
         opts,
         cases,
@@ -241,6 +310,7 @@ pub fn execute(
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeSet<String>>> = Arc::default();
     let env = CaseEnv {
+        target: opts.target.clone(),
         run_id: run_id.clone(),
         images: opts.images.clone(),
         cleanup_timeout: opts.cleanup_timeout,
@@ -295,6 +365,7 @@ pub fn execute(
         let source = source.clone();
         let handle = rt.handle().clone();
         let retries = opts.retries;
+        let repeat = opts.repeat;
         let interrupted = interrupted.clone();
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
@@ -308,6 +379,10 @@ pub fn execute(
             status: CaseStatus::Ignored,
             ignore_reason: reason.clone(),
             attempts: vec![],
+            repetitions: vec![],
+            pass_rate: 0.0,
+            measurements: vec![],
+            node: None,
             timeline_file: None,
             timeline: None,
         };
@@ -321,22 +396,40 @@ pub fn execute(
                 reports.lock().expect("reports").push(report);
                 return Err("not started: run interrupted".into());
             }
-            for _ in 0..=retries {
-                let attempt = match &*source {
-                    Source::Replay(dir) => case::replay_case(&case, &dir.join(case.name())),
-                    Source::Live(client) => handle.block_on(case::live_case(client.clone(), &case, &env)),
-                };
-                let status = attempt.status;
-                report.attempts.push(attempt);
-                if matches!(status, AttemptStatus::Passed | AttemptStatus::Interrupted) {
-                    break;
+            'reps: for _ in 0..repeat.max(1) {
+                let mut n = 0;
+                for _ in 0..=retries {
+                    let attempt = match &*source {
+                        Source::Replay(dir) => case::replay_case(&case, &dir.join(case.name())),
+                        Source::Live(client) => handle.block_on(case::live_case(client.clone(), &case, &env)),
+                    };
+                    let status = attempt.status;
+                    report.attempts.push(attempt);
+                    n += 1;
+                    if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                        report.repetitions.push(n);
+                        break 'reps;
+                    }
+                    if status == AttemptStatus::Passed {
+                        break;
+                    }
                 }
-                if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
+                report.repetitions.push(n);
+            }
+            let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
+            report.status = stats::repeat_status(&outcomes, report.repetitions.iter().any(|n| *n > 1));
+            report.pass_rate = stats::pass_rate(&outcomes);
+            let mut ends = vec![];
+            let mut i = 0;
+            for n in &report.repetitions {
+                i += n;
+                if let Some(a) = report.attempts.get(i - 1) {
+                    ends.push(a);
                 }
             }
-            report.status = final_status(&report.attempts);
+            report.measurements = stats::measure_stats(&ends);
             report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+            report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
             let message = failure_message(&report);
             let status = report.status;
             reports.lock().expect("reports").push(report);
@@ -380,6 +473,8 @@ pub fn execute(
         ignored: count(CaseStatus::Ignored),
         interrupted: interrupted.load(std::sync::atomic::Ordering::SeqCst),
         leftovers,
+        repeat: opts.repeat.max(1),
+        certification: stats::certify(&cases),
         cases,
     };
     let report_dir = opts.reports_dir.join(&run_id);
@@ -394,6 +489,16 @@ pub fn execute(
     }
     for l in &summary.leftovers {
         eprintln!("leftover: {l}");
+    }
+    if opts.certify {
+        let node = match &summary.fingerprint.nodes[..] {
+            [n] => format!(
+                "node {} ({}, kubelet {})",
+                n.name, n.container_runtime_version, n.kubelet_version
+            ),
+            _ => "the cluster".to_string(),
+        };
+        print!("{}", stats::certification_table(&summary.certification, &node));
     }
     for c in &summary.cases {
         if let Some(a) = c.last()
@@ -410,17 +515,6 @@ pub fn execute(
         any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(),
         summary,
         report_dir,
-    }
-}
-
-fn final_status(attempts: &[Attempt]) -> CaseStatus {
-    let last = attempts.last().map(|a| a.status);
-    match last {
-        Some(AttemptStatus::Passed) if attempts.len() > 1 => CaseStatus::Flaky,
-        Some(AttemptStatus::Passed) => CaseStatus::Passed,
-        Some(AttemptStatus::Failed) => CaseStatus::Failed,
-        Some(AttemptStatus::Error) => CaseStatus::Error,
-        Some(AttemptStatus::Interrupted) | None => CaseStatus::Interrupted,
     }
 }
 

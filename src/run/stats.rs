@@ -1,0 +1,218 @@
+//! Statistics over repeated runs (`MeasureStats`, `repeat_status`) and the per-area
+//! certification summary (`AreaResult`): pure functions over case results.
+
+use serde::{Deserialize, Serialize};
+
+use super::case::{Attempt, AttemptStatus};
+use super::{CaseReport, CaseStatus};
+
+/// One measured quantity of a case (a gap, or one back-off interval) over its repetitions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeasureStats {
+    /// Index of the expectation in the case's `expect` list.
+    pub index: usize,
+    /// Position within the verdict's measured values (the i-th back-off interval).
+    pub position: usize,
+    pub kind: String,
+    /// What is measured, e.g. "gap `term`→`kill`".
+    pub label: String,
+    pub n: usize,
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl MeasureStats {
+    /// The key `diff` matches measurements by.
+    pub fn key(&self) -> (usize, usize) {
+        (self.index, self.position)
+    }
+}
+
+/// The result of one repetition: the last attempt decides it (retries happen within).
+pub fn repetition_outcomes(attempts: &[Attempt], repetitions: &[usize]) -> Vec<AttemptStatus> {
+    let mut out = vec![];
+    let mut i = 0;
+    for &n in repetitions {
+        if n == 0 {
+            continue;
+        }
+        i += n;
+        if let Some(a) = attempts.get(i - 1) {
+            out.push(a.status);
+        }
+    }
+    out
+}
+
+/// The status of a case over repetitions (each repetition's final status, retries inside):
+/// all passed → passed (flaky if a retry was needed), some passed → flaky, none → the last's.
+pub fn repeat_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
+    let passed = outcomes.iter().filter(|s| **s == AttemptStatus::Passed).count();
+    match outcomes.last() {
+        None => CaseStatus::Interrupted,
+        Some(_) if passed == outcomes.len() => {
+            if retried {
+                CaseStatus::Flaky
+            } else {
+                CaseStatus::Passed
+            }
+        }
+        Some(_) if passed > 0 => CaseStatus::Flaky,
+        Some(AttemptStatus::Failed) => CaseStatus::Failed,
+        Some(AttemptStatus::Error) => CaseStatus::Error,
+        Some(AttemptStatus::Interrupted) => CaseStatus::Interrupted,
+        Some(AttemptStatus::Passed) => CaseStatus::Passed,
+    }
+}
+
+/// min/median/max of every measured value, over the given attempts (one per repetition).
+pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
+    let mut by_key: std::collections::BTreeMap<(usize, usize), (String, String, Vec<f64>)> = Default::default();
+    for a in attempts {
+        for v in &a.verdicts {
+            if v.index == usize::MAX {
+                continue;
+            }
+            let label = v.evidence.split(": ").next().unwrap_or(&v.kind).to_string();
+            for (pos, m) in v.measured.iter().enumerate() {
+                by_key
+                    .entry((v.index, pos))
+                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![]))
+                    .2
+                    .push(*m);
+            }
+        }
+    }
+    by_key
+        .into_iter()
+        .map(|((index, position), (kind, label, mut values))| {
+            values.sort_by(|a, b| a.total_cmp(b));
+            let n = values.len();
+            let median = if n % 2 == 1 {
+                values[n / 2]
+            } else {
+                (values[n / 2 - 1] + values[n / 2]) / 2.0
+            };
+            MeasureStats {
+                index,
+                position,
+                kind,
+                label,
+                n,
+                min: values[0],
+                median,
+                max: values[n - 1],
+            }
+        })
+        .collect()
+}
+
+/// Pass rate of a case over its repetitions.
+pub fn pass_rate(outcomes: &[AttemptStatus]) -> f64 {
+    if outcomes.is_empty() {
+        return 0.0;
+    }
+    outcomes.iter().filter(|s| **s == AttemptStatus::Passed).count() as f64 / outcomes.len() as f64
+}
+
+/// Whether an area of the node is certified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AreaVerdict {
+    Conformant,
+    NotConformant,
+    /// Every case was skipped (e.g. the server is too old for it).
+    Skipped,
+}
+
+/// The certification of one area (restart policy, init containers, ...).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AreaResult {
+    pub area: String,
+    pub verdict: AreaVerdict,
+    pub passed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// Cases that did not pass, as `suite::case`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
+    /// Why cases were skipped (distinct reasons).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip_reasons: Vec<String>,
+}
+
+/// The area of a case: its suite's first tag, else the suite name.
+pub fn area_of(c: &CaseReport) -> String {
+    c.tags.first().cloned().unwrap_or_else(|| c.suite.clone())
+}
+
+/// Per-area verdicts: conformant when every case that ran passed (flaky counts as passed, and
+/// is visible in the case list), not conformant when any failed or errored, skipped when none ran.
+pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
+    let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
+    for c in cases {
+        let area = area_of(c);
+        let r = areas.entry(area.clone()).or_insert_with(|| AreaResult {
+            area,
+            verdict: AreaVerdict::Skipped,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            failing: vec![],
+            skip_reasons: vec![],
+        });
+        match c.status {
+            CaseStatus::Passed | CaseStatus::Flaky => r.passed += 1,
+            CaseStatus::Failed | CaseStatus::Error | CaseStatus::Interrupted => {
+                r.failed += 1;
+                r.failing.push(c.full_name());
+            }
+            CaseStatus::Ignored => {
+                r.skipped += 1;
+                if let Some(why) = &c.ignore_reason
+                    && !r.skip_reasons.contains(why)
+                {
+                    r.skip_reasons.push(why.clone());
+                }
+            }
+        }
+    }
+    let mut out: Vec<AreaResult> = areas.into_values().collect();
+    for r in &mut out {
+        r.verdict = if r.failed > 0 {
+            AreaVerdict::NotConformant
+        } else if r.passed > 0 {
+            AreaVerdict::Conformant
+        } else {
+            AreaVerdict::Skipped
+        };
+    }
+    out
+}
+
+/// The certification table for the console.
+pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
+    let mut out = format!("certification of {node}:\n");
+    for a in areas {
+        let v = match a.verdict {
+            AreaVerdict::Conformant => "conformant",
+            AreaVerdict::NotConformant => "NOT CONFORMANT",
+            AreaVerdict::Skipped => "skipped",
+        };
+        out.push_str(&format!(
+            "  {:<18} {v:<15} {} passed, {} failed, {} skipped",
+            a.area, a.passed, a.failed, a.skipped
+        ));
+        if !a.failing.is_empty() {
+            out.push_str(&format!(" (failing: {})", a.failing.join(", ")));
+        }
+        if !a.skip_reasons.is_empty() {
+            out.push_str(&format!(" (skipped: {})", a.skip_reasons.join("; ")));
+        }
+        out.push('\n');
+    }
+    out
+}

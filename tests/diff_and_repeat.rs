@@ -1,0 +1,295 @@
+//! `podlife diff` on report folders built from recordings, `--repeat` statistics on synthetic
+//! timelines, and the per-area certification summary.
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use podlife::judge::judge_case;
+use podlife::observe::Recording;
+use podlife::run::case::{Attempt, AttemptStatus, Cleanup};
+use podlife::run::stats::{self, AreaVerdict};
+use podlife::run::{CaseReport, CaseStatus};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A replay run of the built-in suites into `dir`; returns the run folder.
+fn replay_run(dir: &Path) -> PathBuf {
+    Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args(["run", "--replay", "tests/fixtures/recordings", "--quiet", "--reports"])
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("console.log"))
+        .assert()
+        .success();
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("summary.json").is_file())
+        .unwrap()
+}
+
+fn diff(before: &Path, after: &Path, extra: &[&str]) -> (i32, String) {
+    let out = Command::cargo_bin("podlife")
+        .unwrap()
+        .arg("diff")
+        .arg(before)
+        .arg(after)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+#[test]
+fn unchanged_runs_show_no_regression_and_a_mutated_one_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let before = replay_run(&tmp.path().join("before"));
+    let after = replay_run(&tmp.path().join("after"));
+    let (code, out) = diff(&before, &after, &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("0 regressions"), "{out}");
+    assert!(
+        out.contains("node.vm.kubelet") && out.contains("v1.36.2"),
+        "fingerprints side by side: {out}"
+    );
+
+    // Flip a verdict and make a gap 50% longer in the later run.
+    let path = after.join("summary.json");
+    let mut s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for c in s["cases"].as_array_mut().unwrap() {
+        if c["case"] == "oom-killed" {
+            c["status"] = "failed".into();
+            let v = &mut c["attempts"].as_array_mut().unwrap().last_mut().unwrap()["verdicts"][0];
+            v["outcome"] = "fail".into();
+        }
+        if c["case"] == "sigterm-ignored" {
+            for m in c["measurements"].as_array_mut().unwrap() {
+                if m["label"].as_str().unwrap().contains("`term`→`kill`") {
+                    let x = m["median"].as_f64().unwrap() * 1.5;
+                    m["median"] = x.into();
+                }
+            }
+        }
+    }
+    std::fs::write(&path, serde_json::to_string(&s).unwrap()).unwrap();
+    let (code, out) = diff(&before, &after, &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("status::oom-killed") && out.contains("REGRESSION"),
+        "{out}"
+    );
+    assert!(out.contains("gap `term`→`kill`: 4.832s → 7.248s (+50.0%)"), "{out}");
+    assert!(out.contains("2 regressions"), "{out}");
+
+    // An absolute threshold above the change hides the timing regression, not the verdict one.
+    let (code, out) = diff(&before, &after, &["--threshold", "5s"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("1 regression "), "{out}");
+
+    // JSON and JUnit formats.
+    let (_, json) = diff(&before, &after, &["--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["regressions"], 2);
+    let (_, xml) = diff(&before, &after, &["--format", "junit"]);
+    let r = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    assert_eq!(r.failures, 2);
+}
+
+#[test]
+fn diff_of_a_folder_without_a_run_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _) = diff(tmp.path(), tmp.path(), &[]);
+    assert_eq!(code, 2);
+}
+
+fn attempt(status: AttemptStatus, verdicts: Vec<podlife::judge::Verdict>) -> Attempt {
+    Attempt {
+        status,
+        verdicts,
+        error: None,
+        started: jiff::Timestamp::UNIX_EPOCH,
+        duration_s: 1.0,
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: None,
+    }
+}
+
+#[test]
+fn repeat_statistics_over_synthetic_timelines() {
+    // Three runs of sigterm-ignored whose SIGKILL came 4.832 s, +0.3 s and -0.2 s later:
+    // the last log line is moved to make the synthetic timelines.
+    let base = Recording::read(&root().join("tests/fixtures/recordings/sigterm-ignored"))
+        .unwrap()
+        .timeline();
+    let suites = podlife::suite::load_suites(&[root().join("suites/termination.yaml")]).unwrap();
+    let case = suites[0].cases.iter().find(|c| c.name() == "sigterm-ignored").unwrap();
+    let mut attempts = vec![];
+    for shift_ms in [0i64, 300, -200] {
+        let mut tl = base.clone();
+        let last = tl
+            .logs
+            .iter_mut()
+            .filter(|l| l.container == "main")
+            .max_by_key(|l| l.time)
+            .unwrap();
+        last.time = last.time + jiff::SignedDuration::from_millis(shift_ms);
+        let verdicts = judge_case(&case.spec, &tl);
+        let ok = podlife::judge::all_pass(&verdicts);
+        attempts.push(attempt(
+            if ok {
+                AttemptStatus::Passed
+            } else {
+                AttemptStatus::Failed
+            },
+            verdicts,
+        ));
+    }
+    let refs: Vec<&Attempt> = attempts.iter().collect();
+    let m = stats::measure_stats(&refs);
+    let gap = m.iter().find(|m| m.label == "gap `term`→`kill`").unwrap();
+    assert_eq!(gap.n, 3);
+    assert!((gap.min - 4.632).abs() < 1e-3, "{gap:?}");
+    assert!((gap.median - 4.832).abs() < 1e-3, "{gap:?}");
+    assert!((gap.max - 5.132).abs() < 1e-3, "{gap:?}");
+    // -200 ms puts the gap (4.632 s) outside 5 s ±300 ms: that run failed, so the case is flaky.
+    let outcomes: Vec<_> = attempts.iter().map(|a| a.status).collect();
+    assert_eq!(
+        outcomes,
+        vec![AttemptStatus::Passed, AttemptStatus::Passed, AttemptStatus::Failed]
+    );
+    assert_eq!(stats::repeat_status(&outcomes, false), CaseStatus::Flaky);
+    assert!((stats::pass_rate(&outcomes) - 2.0 / 3.0).abs() < 1e-9);
+    assert_eq!(
+        stats::repeat_status(&[AttemptStatus::Failed, AttemptStatus::Failed], false),
+        CaseStatus::Failed
+    );
+    assert_eq!(
+        stats::repeat_status(&[AttemptStatus::Passed, AttemptStatus::Passed], true),
+        CaseStatus::Flaky
+    );
+    assert_eq!(
+        stats::repetition_outcomes(&attempts, &[2, 1]),
+        vec![AttemptStatus::Passed, AttemptStatus::Failed]
+    );
+}
+
+fn report(suite: &str, tag: &str, case: &str, status: CaseStatus, reason: Option<&str>) -> CaseReport {
+    CaseReport {
+        suite: suite.into(),
+        suite_file: String::new(),
+        case: case.into(),
+        description: String::new(),
+        reference: None,
+        tags: vec![tag.into()],
+        upstream: vec![],
+        status,
+        ignore_reason: reason.map(str::to_string),
+        attempts: vec![],
+        repetitions: vec![],
+        pass_rate: 0.0,
+        measurements: vec![],
+        node: None,
+        timeline_file: None,
+        timeline: None,
+    }
+}
+
+#[test]
+fn certification_per_area() {
+    let cases = vec![
+        report("termination", "termination", "a", CaseStatus::Passed, None),
+        report("termination", "termination", "b", CaseStatus::Flaky, None),
+        report("probes", "probes", "c", CaseStatus::Passed, None),
+        report("probes", "probes", "d", CaseStatus::Failed, None),
+        report(
+            "sidecars",
+            "sidecars",
+            "e",
+            CaseStatus::Ignored,
+            Some("needs server 1.29, cluster is 1.27"),
+        ),
+    ];
+    let areas = stats::certify(&cases);
+    let get = |a: &str| areas.iter().find(|x| x.area == a).unwrap();
+    assert_eq!(get("termination").verdict, AreaVerdict::Conformant);
+    assert_eq!(get("probes").verdict, AreaVerdict::NotConformant);
+    assert_eq!(get("probes").failing, vec!["probes::d"]);
+    assert_eq!(get("sidecars").verdict, AreaVerdict::Skipped);
+    let table = stats::certification_table(&areas, "node vm");
+    assert!(
+        table.contains("NOT CONFORMANT") && table.contains("needs server 1.29"),
+        "{table}"
+    );
+}
+
+#[test]
+fn repeat_and_certify_on_the_command_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args([
+            "run",
+            "--replay",
+            "tests/fixtures/recordings",
+            "--repeat",
+            "2",
+            "--profile",
+            "certify",
+            "--reports",
+        ])
+        .arg(tmp.path())
+        .arg("--logfile")
+        .arg(tmp.path().join("console.log"))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("certification of node vm"), "{out}");
+    assert!(out.contains("termination        conformant"), "{out}");
+    let run = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["repeat"], 2);
+    let c = s["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == "sigterm-ignored")
+        .unwrap();
+    assert_eq!(c["repetitions"], serde_json::json!([1, 1]));
+    assert_eq!(c["passRate"], 1.0);
+    let m = c["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["label"] == "gap `term`→`kill`")
+        .unwrap();
+    assert_eq!(m["n"], 2);
+}
+
+#[test]
+fn targeting_flags_are_refused_with_replay() {
+    Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args(["run", "--replay", "tests/fixtures/recordings", "--node", "vm"])
+        .assert()
+        .code(2);
+}
