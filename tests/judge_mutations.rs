@@ -237,3 +237,31 @@ fn prestop_counts_against_grace_and_kill_comes_two_seconds_after() {
     pass(&v[1]);
     fails_with(&v[2], "measured 5.845s");
 }
+
+#[test]
+fn termination_message() {
+    // No recording carries a termination message, so put one into a real timeline, as the
+    // kubelet would report it from terminationMessagePath.
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "name: t\ncases:\n  - name: restart-never-fail\n    manifest: {}\n    expect:\n      - container: {{name: main, message: '^bye from main$'}}\n      - container: {{name: main, message: '^hello'}}\n      - container: {{name: main, instance: 0, message: 'bye'}}\n",
+        rec("restart-never-fail").join("manifest.yaml").display()
+    );
+    std::fs::write(dir.path().join("t.yaml"), yaml).unwrap();
+    let suites = podlife::suite::load_suites(&[dir.path().join("t.yaml")]).unwrap();
+    let mut tl = Recording::read(&rec("restart-never-fail")).unwrap().timeline();
+    for s in &mut tl.snapshots {
+        for c in &mut s.containers {
+            if let podlife::observe::State::Terminated(t) = &mut c.state {
+                t.message = Some("bye from main".into());
+            }
+        }
+    }
+    for i in &mut tl.instances {
+        i.message = Some("bye from main".into());
+    }
+    let v = judge_case(&suites[0].cases[0].spec, &tl);
+    pass(&v[0]);
+    fails_with(&v[1], "observed \"bye from main\"");
+    pass(&v[2]);
+}

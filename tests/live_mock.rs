@@ -308,3 +308,82 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
         "reports written after an interrupt"
     );
 }
+
+#[test]
+fn node_and_runtime_class_are_injected_and_fingerprinted() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.target = podlife::run::Target {
+        node: Some("fake-node".into()),
+        node_selector: [("pool".to_string(), "runc".to_string())].into(),
+        runtime_class: Some("gvisor".into()),
+    };
+    let out = run(&e, &o, NEVER_SUCCESS).unwrap();
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Passed);
+    let fp = &out.summary.fingerprint;
+    assert_eq!(fp.runtime_class.as_ref().unwrap().handler, "runsc");
+    assert_eq!(fp.node_target.as_deref(), Some("node fake-node with labels pool=runc"));
+    let f = e.fake.lock().unwrap();
+    let pod = &f.applied["restart-never-success"];
+    assert_eq!(pod["spec"]["nodeName"], "fake-node");
+    assert_eq!(pod["spec"]["nodeSelector"]["pool"], "runc");
+    assert_eq!(pod["spec"]["runtimeClassName"], "gvisor");
+    let xml = std::fs::read_to_string(out.report_dir.join("junit.xml")).unwrap();
+    assert!(xml.contains(r#"name="runtimeClass.handler" value="runsc""#), "{xml}");
+}
+
+#[test]
+fn unknown_runtime_class_or_node_fails_before_any_case() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.target.runtime_class = Some("kata".into());
+    let err = run(&e, &o, NEVER_SUCCESS).err().expect("unknown RuntimeClass");
+    assert!(
+        err.to_string().contains("--runtime-class kata: no such RuntimeClass"),
+        "{err}"
+    );
+    let mut o = opts(e.dir.path());
+    o.target.node = Some("other-node".into());
+    let err = run(&e, &o, NEVER_SUCCESS).err().expect("unknown node");
+    assert!(err.to_string().contains("no Ready node other-node"), "{err}");
+    assert_eq!(e.fake.lock().unwrap().count("POST /api/v1/namespaces"), 0);
+}
+
+#[test]
+fn patch_step_sends_a_merge_patch_of_labels_and_annotations() {
+    let e = env(|_| {});
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - waitFor: {until: {log: {container: main, regex: start}}}
+      - patch: {labels: {tier: gold}, annotations: {note: "patched", old: null}}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: apply}}, {action: {action: patch}}]
+"#;
+    let out = run(&e, &opts(e.dir.path()), body).unwrap();
+    assert_eq!(
+        out.summary.cases[0].status,
+        CaseStatus::Passed,
+        "{:#?}",
+        out.summary.cases[0].attempts
+    );
+    let f = e.fake.lock().unwrap();
+    assert_eq!(f.merge_patches.len(), 1);
+    assert_eq!(f.merge_patches[0]["metadata"]["labels"]["tier"], "gold");
+    assert_eq!(
+        f.merge_patches[0]["metadata"]["annotations"]["old"],
+        serde_json::Value::Null
+    );
+    assert!(
+        f.merge_patches[0]["metadata"]["annotations"]
+            .as_object()
+            .unwrap()
+            .contains_key("old"),
+        "null removes the key"
+    );
+}

@@ -1195,7 +1195,7 @@ const CSS: &str = r#"
 body{margin:0;background:#f4f6f8;color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 header{background:#1d2330;color:#e8ecf1;padding:14px 24px 16px}
 header h1{margin:0 0 4px;font-size:20px;font-weight:600}
-header code{color:#fff}
+header code{color:#fff;font-size:inherit}
 .times{margin:0 0 8px;color:#b8c2cf}
 .counts{margin:0 0 10px}
 .count{display:inline-block;margin-right:10px;padding:2px 10px;border-radius:12px;background:#2c3444}
@@ -1248,6 +1248,7 @@ figure.timeline figcaption{font-size:11.5px;color:var(--mute)}
 svg.tl{display:block;max-width:100%;height:auto}
 svg.tl text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;font-size:11px;fill:var(--ink)}
 svg.tl .stripe{fill:#f5f7fa}
+svg.tl .end-l,svg.tl .mark-l,svg.tl .gap text,svg.tl .act-l,svg.tl .side-l{paint-order:stroke;stroke:#fff;stroke-width:3px;stroke-linejoin:round}
 svg.tl .group{fill:var(--mute);font-weight:600}
 svg.tl .lane-l{fill:#37474f}
 svg.tl .lane-l.warn{fill:#c25100}

@@ -145,6 +145,10 @@ pub struct FakeState {
     pub requests: Vec<String>,
     /// Grace periods sent with pod DELETEs.
     pub delete_graces: Vec<Option<i64>>,
+    /// Merge patches sent to pods.
+    pub merge_patches: Vec<Value>,
+    /// Pods as applied (after podlife's rendering), by name.
+    pub applied: BTreeMap<String, Value>,
     /// Labels of created namespaces.
     pub namespace_labels: BTreeMap<String, Value>,
     /// SelfSubjectAccessReviews answered "not allowed": `(verb, resource)`.
@@ -252,6 +256,12 @@ fn decode(s: &str) -> String {
 async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBody> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let q = query(&req);
     st.lock().unwrap().requests.push(format!("{method} {}", req.uri()));
     let body: Value = {
@@ -292,14 +302,25 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             out["status"] = json!({"allowed": allowed});
             json_resp(201, out)
         }
-        ("GET", ["api", "v1", "nodes"]) => json_resp(
-            200,
-            json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": [{
-            "apiVersion": "v1", "kind": "Node", "metadata": {"name": "fake-node"},
-            "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                "nodeInfo": {"kubeletVersion": "v1.36.2", "containerRuntimeVersion": "containerd://2.1.9", "kernelVersion": "6.18",
-                    "osImage": "Debian", "architecture": "amd64", "bootID": "", "machineID": "", "systemUUID": "", "kubeProxyVersion": "", "operatingSystem": "linux"}}}]}),
-        ),
+        ("GET", ["api", "v1", "nodes"]) => {
+            let node = json!({
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": "fake-node", "labels": {"pool": "runc"}},
+                "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                    "nodeInfo": {"kubeletVersion": "v1.36.2", "containerRuntimeVersion": "containerd://2.1.9",
+                        "kernelVersion": "6.18", "osImage": "Debian", "architecture": "amd64", "bootID": "", "machineID": "",
+                        "systemUUID": "", "kubeProxyVersion": "", "operatingSystem": "linux"}}});
+            // Enough selector support for --node and --node-selector: name and one label.
+            let by_name = q
+                .get("fieldSelector")
+                .and_then(|f| f.strip_prefix("metadata.name="))
+                .is_none_or(|n| n == "fake-node");
+            let by_label = q.get("labelSelector").is_none_or(|l| l == "pool=runc");
+            let items: Vec<Value> = (by_name && by_label).then_some(node).into_iter().collect();
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
         ("POST", ["api", "v1", "namespaces"]) => {
             let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
             let mut s = st.lock().unwrap();
@@ -329,8 +350,30 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             }
         }
         ("GET", ["api", "v1", "namespaces"]) => namespaces(&st, &q, watch).await,
+        ("PATCH", ["api", "v1", "namespaces", _, "pods", _]) if content_type.contains("merge-patch") => {
+            st.lock().unwrap().merge_patches.push(body.clone());
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": seg[5]}}),
+            )
+        }
+        ("GET", ["apis", "node.k8s.io", "v1", "runtimeclasses", name]) => {
+            if *name == "gvisor" {
+                json_resp(
+                    200,
+                    json!({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": "runsc"}),
+                )
+            } else {
+                status(
+                    404,
+                    "NotFound",
+                    &format!("runtimeclasses.node.k8s.io \"{name}\" not found"),
+                )
+            }
+        }
         ("PATCH", ["api", "v1", "namespaces", ns, "pods", name]) => {
             let mut s = st.lock().unwrap();
+            s.applied.insert(name.to_string(), body.clone());
             if s.fail_apply.contains(*name) {
                 return status(500, "InternalError", "etcdserver: request timed out");
             }
