@@ -226,6 +226,7 @@ impl Cluster {
             ("delete", "namespaces", None),
             ("list", "namespaces", None),
             ("watch", "namespaces", None),
+            ("create", "pods", None),
             ("patch", "pods", None),
             ("delete", "pods", None),
             ("watch", "pods", None),

@@ -464,8 +464,10 @@ struct Lane {
     /// Where the start lies given 1 s status times (startedAt .. first seen running).
     start_unc: Option<(f64, f64)>,
     running: Option<(f64, f64)>,
-    /// Where the end lies (finishedAt .. first seen terminated), exit 0, label.
-    end: Option<(f64, f64, bool, String)>,
+    /// Where the end lies (finishedAt .. first seen terminated).
+    end_unc: Option<(f64, f64)>,
+    /// Terminated by then: instant, exit 0, label.
+    end: Option<(f64, bool, String)>,
     logs: Vec<f64>,
 }
 
@@ -923,6 +925,7 @@ fn lanes(tl: &Timeline, r: &impl Fn(Timestamp) -> f64, end: f64) -> Vec<Lane> {
                     waiting,
                     start_unc: None,
                     running: None,
+                    end_unc: None,
                     end: None,
                     logs: vec![],
                 });
@@ -992,32 +995,35 @@ fn instance_lane(
         (f, wait_to, reasons.join(", "))
     });
     let wait_end = waiting.as_ref().map(|w| w.1);
-    // Start: startedAt is whole seconds, so the true start lies in [startedAt, startedAt+1),
-    // and before the first status that showed it running.
+    // Status times are whole seconds: the true start lies in [startedAt, startedAt+1), and
+    // before the first status showing it running and its first log line (CRI time, ns, same
+    // node clock); the true end in [finishedAt, finishedAt+1), after its last log line and
+    // before the first status showing it terminated. Those intervals are drawn pale.
+    let logs: Vec<f64> = tl.logs_of(name, Some(inst.instance)).map(|l| r(l.time)).collect();
+    let first_log = logs.iter().copied().reduce(f64::min);
+    let last_log = logs.iter().copied().reduce(f64::max);
+    let min_of = |v: [Option<f64>; 4]| v.into_iter().flatten().reduce(f64::min);
+    let max_of = |v: [Option<f64>; 2]| v.into_iter().flatten().reduce(f64::max);
+    let end_unc = if finished.is_some() || fst.is_some() {
+        let lo = max_of([finished, last_log]).or(fst).unwrap_or_default();
+        let hi = min_of([finished.map(|f| f + 1.0), fst, None, None]).unwrap_or(lo);
+        Some((lo, hi.max(lo)))
+    } else {
+        None
+    };
     let start_unc = start_lo.map(|lo| {
-        let mut hi = match started {
-            Some(s) => [Some(s + 1.0), fsr, fst, finished]
-                .into_iter()
-                .flatten()
-                .fold(f64::INFINITY, f64::min),
+        let lo = wait_end.map_or(lo, |w| lo.max(w));
+        let hi = match started {
+            Some(s) => min_of([Some(s + 1.0), fsr, first_log, end_unc.map(|e| e.0)]).unwrap_or(lo),
             None => lo,
         };
-        let lo = wait_end.map_or(lo, |w| lo.max(w));
-        hi = hi.max(lo);
-        (lo, hi)
+        (lo, hi.max(lo))
     });
-    // End: likewise [finishedAt, finishedAt+1) and before the first status showing it terminated.
-    let end_span = match (finished, fst) {
-        (Some(f), Some(s)) => Some((f, (f + 1.0).min(s).max(f))),
-        (Some(f), None) => Some((f, f)),
-        (None, Some(s)) => Some((s, s)),
-        (None, None) => None,
-    };
     let running = start_unc.map(|(_, hi)| {
-        let to = end_span.map_or(end, |e| e.0);
+        let to = end_unc.map_or(end, |e| e.0);
         (hi, to.max(hi))
     });
-    let end_mark = end_span.map(|(a, b)| {
+    let end_mark = end_unc.map(|(_, at)| {
         let code = inst
             .exit_code
             .map(|c| format!("exit {c}"))
@@ -1026,7 +1032,7 @@ fn instance_lane(
             Some(reason) => format!("{code} {reason}"),
             None => code,
         };
-        (a, b, inst.exit_code == Some(0), label)
+        (at, inst.exit_code == Some(0), label)
     });
     let t = |x: Option<Timestamp>| {
         x.map(|t| format!("{} (+{})", hms(t), fmt_secs(r(t))))
@@ -1052,8 +1058,9 @@ fn instance_lane(
         waiting,
         start_unc,
         running,
+        end_unc,
         end: end_mark,
-        logs: tl.logs_of(name, Some(inst.instance)).map(|l| r(l.time)).collect(),
+        logs,
     }
 }
 
@@ -1126,7 +1133,8 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
     {
         rect(out, "run", a, b, &lane.title);
     }
-    // Log lines as ticks under the bar, at most one per half pixel (chatty containers).
+    // Log lines as ticks across the bar's lower edge, at most one per half pixel (chatty
+    // containers would otherwise bloat the page).
     if !lane.logs.is_empty() {
         let mut d = String::new();
         let mut last = f64::NEG_INFINITY;
@@ -1134,7 +1142,7 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
         xs.sort_by(f64::total_cmp);
         for x in xs {
             if x - last >= 0.5 {
-                let _ = write!(d, "M{x:.1} {:.1}v5", by + BAR_H - 5.0);
+                let _ = write!(d, "M{x:.1} {:.1}v7", by + BAR_H - 4.0);
                 last = x;
             }
         }
@@ -1144,24 +1152,23 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
             lane.logs.len()
         );
     }
-    if let Some((a, b, ok, label)) = &lane.end {
-        let (x0, x1) = (sc.x(*a), sc.x(*b));
-        let w = (x1 - x0).max(3.0);
+    if let Some((a, b)) = lane.end_unc
+        && b > a
+    {
+        rect(out, "unc", a, b, &format!("{}: ended in this interval", lane.label));
+    }
+    if let Some((at, ok, label)) = &lane.end {
+        let x = sc.x(*at);
         let _ = writeln!(
             out,
-            "<rect class=\"{}\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}</title></rect>",
+            "<rect class=\"{}\" x=\"{:.1}\" y=\"{:.1}\" width=\"3\" height=\"{:.1}\"><title>{}</title></rect>",
             if *ok { "end" } else { "end bad" },
+            x - 1.5,
             by - 2.0,
             BAR_H + 4.0,
-            esc(&format!(
-                "{}: terminated ({label}) between +{} and +{}",
-                lane.label,
-                fmt_secs(*a),
-                fmt_secs(*b)
-            ))
+            esc(&format!("{}: terminated ({label}) by +{}", lane.label, fmt_secs(*at)))
         );
-        let (tx, anchor, _, _) = beside(x0 + w, text_w(label));
-        let tx = if anchor == "end" { x0 - 4.0 } else { tx };
+        let (tx, anchor, _, _) = beside(x + 1.5, text_w(label));
         let _ = writeln!(
             out,
             "<text class=\"end-l\" x=\"{tx:.1}\" y=\"{mid:.1}\" text-anchor=\"{anchor}\">{}</text>",
@@ -1265,7 +1272,7 @@ svg.tl .end.bad{fill:#b71c1c}
 svg.tl .end-l{fill:#37474f;font-size:10.5px}
 svg.tl .in-bar{fill:#3b2f00;font-size:10.5px}
 svg.tl .side-l{fill:#8a6d00;font-size:10.5px}
-svg.tl .log{stroke:#1b5e20;stroke-width:1;opacity:.75}
+svg.tl .log{stroke:#0f2f17;stroke-width:1}
 svg.tl .ev-n{fill:#3f51b5}
 svg.tl .ev-w{fill:#ef6c00}
 svg.tl .ph{fill:#cfd8dc}
