@@ -505,10 +505,11 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
     let data_lo = times.iter().copied().fold(f64::INFINITY, f64::min);
     let data_hi = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let span = (data_hi - data_lo).max(0.5);
-    // A little room on both sides so end markers and first items stay visible.
+    // A little room on the left so first items stay visible, and a tenth on the right for the
+    // labels of whatever ends last (exit codes, marks, gaps).
     let sc = Scale {
         lo: data_lo - span * 0.01,
-        hi: data_lo + span * 1.02,
+        hi: data_lo + span * 1.1,
     };
 
     let mut body = String::new();
@@ -685,8 +686,14 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
         for (at, (labels, failed)) in &marks {
             let x = sc.x(r(*at));
             let label = labels.join(" = ");
-            let (tx, anchor, a0, a1) = beside(x, text_w(&label));
-            let row = rows.place(3, a0, a1);
+            let w = text_w(&label);
+            let (mut tx, mut anchor, a0, a1) = beside(x, w);
+            let mut row = rows.place(4, a0, a1);
+            // No room on that side: try the other one before leaving it to the tooltip.
+            if row.is_none() && anchor == "start" && x - 4.0 - w >= LABEL_W {
+                row = rows.place(4, x - 4.0 - w, x);
+                (tx, anchor) = (x - 4.0, "end");
+            }
             placed.push((x, tx, anchor, row, label, *failed, *at));
         }
         let label_rows = rows.len().max(1) as f64;
@@ -989,7 +996,13 @@ fn instance_lane(
     let fst = inst.first_seen_terminated.map(r);
     let finished = inst.finished_at.map(r);
     let start_lo = started.or(fsr);
+    let logs: Vec<f64> = tl.logs_of(name, Some(inst.instance)).map(|l| r(l.time)).collect();
+    let first_log = logs.iter().copied().reduce(f64::min);
+    let last_log = logs.iter().copied().reduce(f64::max);
+    // A waiting status is received after the kubelet wrote it, so it does not prove waiting
+    // past the container's first log line.
     let wait_to = start_lo.unwrap_or(r(inst.first_seen)).max(last_waiting);
+    let wait_to = first_log.map_or(wait_to, |l| wait_to.min(l));
     let waiting = wait_from.filter(|f| wait_to > *f).map(|f| {
         let reasons = waiting_reasons(tl, name, after, Some(inst.first_seen));
         (f, wait_to, reasons.join(", "))
@@ -999,9 +1012,6 @@ fn instance_lane(
     // before the first status showing it running and its first log line (CRI time, ns, same
     // node clock); the true end in [finishedAt, finishedAt+1), after its last log line and
     // before the first status showing it terminated. Those intervals are drawn pale.
-    let logs: Vec<f64> = tl.logs_of(name, Some(inst.instance)).map(|l| r(l.time)).collect();
-    let first_log = logs.iter().copied().reduce(f64::min);
-    let last_log = logs.iter().copied().reduce(f64::max);
     let min_of = |v: [Option<f64>; 4]| v.into_iter().flatten().reduce(f64::min);
     let max_of = |v: [Option<f64>; 2]| v.into_iter().flatten().reduce(f64::max);
     let end_unc = if finished.is_some() || fst.is_some() {

@@ -310,36 +310,26 @@ async fn observe_case(
                     .map(|_| None)
             }
             Step::Delete(d) => {
-                let sent = Timestamp::now();
-                match api.delete_pod(&pod_name, d.grace_period_seconds).await {
-                    Ok(()) => {
-                        loop_.obs.push(Input::Action(Action {
-                            kind: ActionKind::Delete,
-                            sent,
-                            done: Some(Timestamp::now()),
-                            grace_period_seconds: d.grace_period_seconds,
-                            detail: None,
-                        }));
-                        Ok(None)
-                    }
-                    Err(e) => Err(Stop::Error(e.to_string())),
-                }
+                let grace = d.grace_period_seconds;
+                act(
+                    &mut loop_.obs,
+                    ActionKind::Delete,
+                    grace,
+                    None,
+                    api.delete_pod(&pod_name, grace),
+                )
+                .await
             }
             Step::Patch(p) => {
-                let sent = Timestamp::now();
-                match api.patch_pod(&pod_name, &p.merge_patch()).await {
-                    Ok(()) => {
-                        loop_.obs.push(Input::Action(Action {
-                            kind: ActionKind::Patch,
-                            sent,
-                            done: Some(Timestamp::now()),
-                            grace_period_seconds: None,
-                            detail: Some(p.merge_patch().to_string()),
-                        }));
-                        Ok(None)
-                    }
-                    Err(e) => Err(Stop::Error(e.to_string())),
-                }
+                let patch = p.merge_patch();
+                act(
+                    &mut loop_.obs,
+                    ActionKind::Patch,
+                    None,
+                    Some(patch.to_string()),
+                    api.patch_pod(&pod_name, &patch),
+                )
+                .await
             }
         };
         match r {
@@ -348,14 +338,7 @@ async fn observe_case(
                 step_failure = Some(v);
                 break;
             }
-            Err(Stop::Interrupted) => {
-                loop_.tasks.abort_all();
-                return Ok(interrupted(started, t0, Some(loop_.obs.finish())));
-            }
-            Err(Stop::Error(e)) => {
-                loop_.tasks.abort_all();
-                return Err((e, Some(loop_.obs.finish())));
-            }
+            Err(stop) => return loop_.stop(stop, started, t0),
         }
     }
     // Observation window: after a final waitFor, only a settle tail; otherwise until the pod
@@ -369,16 +352,8 @@ async fn observe_case(
                 |tl| tl.settled() || judge::all_decided(&judge::judge_case(&case.spec, tl)),
             )
             .await;
-        match r {
-            Err(Stop::Interrupted) => {
-                loop_.tasks.abort_all();
-                return Ok(interrupted(started, t0, Some(loop_.obs.finish())));
-            }
-            Err(Stop::Error(e)) => {
-                loop_.tasks.abort_all();
-                return Err((e, Some(loop_.obs.finish())));
-            }
-            Ok(_) => {}
+        if let Err(stop) = r {
+            return loop_.stop(stop, started, t0);
         }
     }
     if step_failure.is_none() {
@@ -444,7 +419,37 @@ struct Loop<'a> {
 /// Consecutive watch failures after which a case errors out instead of waiting blind.
 const MAX_WATCH_ERRORS: u32 = 8;
 
+/// Sends one of our requests and records it as an action: `sent` before, `done` after.
+async fn act(
+    obs: &mut Observer,
+    kind: ActionKind,
+    grace_period_seconds: Option<i64>,
+    detail: Option<String>,
+    request: impl std::future::Future<Output = Result<(), ClusterError>>,
+) -> Result<Option<Verdict>, Stop> {
+    let sent = Timestamp::now();
+    request.await?;
+    obs.push(Input::Action(Action {
+        kind,
+        sent,
+        done: Some(Timestamp::now()),
+        grace_period_seconds,
+        detail,
+    }));
+    Ok(None)
+}
+
 impl Loop<'_> {
+    /// Ends the case early (Ctrl-C or a harness error), keeping what was observed.
+    fn stop(mut self, stop: Stop, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
+        self.tasks.abort_all();
+        let tl = self.obs.finish();
+        match stop {
+            Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
+            Stop::Error(e) => Err((e, Some(tl))),
+        }
+    }
+
     /// Feeds inputs to the observer until `done` holds (true) or `until` passes (false).
     async fn run_until(
         &mut self,
@@ -599,12 +604,6 @@ async fn watch_events(api: Api<Event>, tx: mpsc::UnboundedSender<Msg>) {
             return;
         }
     }
-}
-
-#[allow(dead_code)]
-fn _assert_send(c: kube::Client, case: &'static LoadedCase, env: &'static CaseEnv) {
-    fn is_send<T: Send>(_: T) {}
-    is_send(live_case(c, case, env));
 }
 
 impl From<ClusterError> for Stop {
