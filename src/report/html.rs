@@ -223,6 +223,7 @@ fn legend(out: &mut String) {
 <span class=\"sw sw-unc\"></span>start/end within status precision (1 s) \
 <span class=\"sw sw-end\"></span>terminated (exit 0) \
 <span class=\"sw sw-endbad\"></span>terminated (exit ≠ 0) \
+<span class=\"sw sw-ready\"></span>ready \
 <span class=\"sw sw-log\"></span>log line \
 <span class=\"sw sw-evn\"></span>event \
 <span class=\"sw sw-evw\"></span>warning event \
@@ -469,6 +470,8 @@ struct Lane {
     /// Terminated by then: instant, exit 0, label.
     end: Option<(f64, bool, String)>,
     logs: Vec<f64>,
+    /// Spans in which the status reported this instance ready (receive times).
+    ready: Vec<(f64, f64)>,
 }
 
 fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
@@ -935,6 +938,7 @@ fn lanes(tl: &Timeline, r: &impl Fn(Timestamp) -> f64, end: f64) -> Vec<Lane> {
                     end_unc: None,
                     end: None,
                     logs: vec![],
+                    ready: vec![],
                 });
             }
         }
@@ -1071,7 +1075,31 @@ fn instance_lane(
         end_unc,
         end: end_mark,
         logs,
+        ready: ready_spans(tl, r, name, inst.instance, end),
     }
+}
+
+/// When the status said the instance was ready, by receive time (readiness is only ever known
+/// from status updates).
+fn ready_spans(tl: &Timeline, r: &impl Fn(Timestamp) -> f64, name: &str, instance: u32, end: f64) -> Vec<(f64, f64)> {
+    let mut out = vec![];
+    let mut since: Option<f64> = None;
+    for s in &tl.snapshots {
+        let Some(c) = s.container(name) else { continue };
+        let ready = c.instance == Some(instance) && c.ready;
+        match (ready, since) {
+            (true, None) => since = Some(r(s.received)),
+            (false, Some(a)) => {
+                out.push((a, r(s.received)));
+                since = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = since {
+        out.push((a, tl.deleted.map(r).unwrap_or(end).max(a)));
+    }
+    out
 }
 
 fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usize) {
@@ -1142,6 +1170,16 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
         && b > a
     {
         rect(out, "run", a, b, &lane.title);
+    }
+    for (a, b) in &lane.ready {
+        let (x0, x1) = (sc.x(*a), sc.x(*b));
+        let _ = writeln!(
+            out,
+            "<rect class=\"ready\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"3\"><title>{}</title></rect>",
+            by - 3.5,
+            (x1 - x0).max(1.0),
+            esc(&format!("{}: ready +{} → +{} (status received)", lane.label, fmt_secs(*a), fmt_secs(*b)))
+        );
     }
     // Log lines as ticks across the bar's lower edge, at most one per half pixel (chatty
     // containers would otherwise bloat the page).
@@ -1237,7 +1275,7 @@ a{color:#1f5fa8;text-decoration:none}
 .legend{font-size:12px;color:var(--mute);margin:6px 0 10px}
 .sw{display:inline-block;width:14px;height:10px;margin:0 4px 0 10px;vertical-align:-1px;border-radius:2px}
 .sw-wait{background:#f2c14e}.sw-run{background:#43a047}.sw-unc{background:#b9dfbb}.sw-end{background:#455a64}.sw-endbad{background:#b71c1c}
-.sw-log{width:2px;background:#1b5e20}.sw-evn{width:3px;background:#3f51b5}.sw-evw{width:3px;background:#ef6c00}
+.sw-ready{height:3px;vertical-align:2px;background:#1e88e5}.sw-log{width:2px;background:#0f2f17}.sw-evn{width:3px;background:#3f51b5}.sw-evw{width:3px;background:#ef6c00}
 .sw-act{width:0;border-left:2px dashed #37474f;border-radius:0}.sw-mark{width:8px;height:8px;border-radius:4px;background:#6a1b9a}
 .sw-gap{height:6px;border:2px solid #2e7d32;border-top:0;background:none;border-radius:0}
 section.case{background:#fff;border:1px solid #dde2e8;border-left:6px solid var(--pass);border-radius:6px;margin:14px 0;padding:10px 16px 12px}
@@ -1282,6 +1320,7 @@ svg.tl .end.bad{fill:#b71c1c}
 svg.tl .end-l{fill:#37474f;font-size:10.5px}
 svg.tl .in-bar{fill:#3b2f00;font-size:10.5px}
 svg.tl .side-l{fill:#8a6d00;font-size:10.5px}
+svg.tl .ready{fill:#1e88e5}
 svg.tl .log{stroke:#0f2f17;stroke-width:1}
 svg.tl .ev-n{fill:#3f51b5}
 svg.tl .ev-w{fill:#ef6c00}

@@ -387,6 +387,10 @@ pub fn execute(
             timeline: None,
         };
         if ignored {
+            // libtest-mimic prints "ignored" without a reason; say why once, up front.
+            if !opts.quiet {
+                eprintln!("ignored {}: {}", case.full_name(), reason.as_deref().unwrap_or("ignored"));
+            }
             reports.lock().expect("reports").push(base.clone());
         }
         let trial = libtest_mimic::Trial::test(name, move || {
