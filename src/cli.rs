@@ -33,7 +33,7 @@ pub enum Command {
     /// Judge one case against a recording folder or a timeline JSON written by `run`.
     Judge(JudgeArgs),
     /// Run cases against the current cluster (or recordings with --replay) and write reports.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List every image the selected cases need (after --image overrides), to pre-load them.
     Images(ImagesArgs),
     /// Compare two runs (report folders): verdict regressions, timing changes, fingerprints.
@@ -233,7 +233,7 @@ pub fn main() -> ExitCode {
         Command::Validate { paths } => validate(paths),
         Command::List(args) => list(args),
         Command::Judge(args) => judge_cmd(args),
-        Command::Run(args) => run_cmd(args),
+        Command::Run(args) => run_cmd(*args),
         Command::Images(args) => images_cmd(args),
         Command::Diff(args) => diff_cmd(args),
         Command::Timeline { source } => match load_timeline(&source) {

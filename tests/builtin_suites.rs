@@ -239,7 +239,7 @@ fn replay_run_writes_reports_and_exits_0() {
     let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
     assert_eq!(report.failures, 0);
     assert_eq!(report.errors, 0);
-    assert_eq!(report.test_suites.len(), 9);
+    assert!(report.test_suites.len() >= 9, "{}", report.test_suites.len());
     // Cases without a recording are skipped, with the reason.
     assert!(
         xml.contains("no recording `restart-onfailure-exit0`"),

@@ -39,7 +39,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         "unknown-case-field.yaml",
         Some(
             "tests/malformed/unknown-case-field.yaml:5:5: cases[0].expects: unknown field \
-             `expects`, expected one of name, description, reference, tags, manifest, pod, \
+             `expects`, expected one of name, description, reference, tags, upstream, manifest, pod, \
              minServerVersion, timeout, steps, marks, expect",
         ),
     ),
@@ -56,7 +56,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation-field.yaml:6:52: \
              cases[0].expect[0].container.exitCod: unknown field `exitCod`, expected one of \
-             name, instance, state, exitCode, reason, restartCount, waitingReasonsSeen, \
+             name, instance, state, exitCode, reason, restartCount, message, waitingReasonsSeen, \
              neverStarted",
         ),
     ),
@@ -398,7 +398,7 @@ fn validating_a_directory_reports_all_problems_of_all_files() {
     let b = suites.join("b-two-problems.yaml").display().to_string();
     let expected = format!(
         "{a}:5:5: cases[0].expects: unknown field `expects`, expected one of name, description, \
-         reference, tags, manifest, pod, minServerVersion, timeout, steps, marks, expect\n\
+         reference, tags, upstream, manifest, pod, minServerVersion, timeout, steps, marks, expect\n\
          {b}:7:27: cases[0].expect[0].container.name: unknown container `nope` (the pod has: main)\n\
          {b}:8:11: cases[1].name: invalid name \"Two\": use 1-40 characters of a-z, 0-9 and `-` \
          (it becomes part of a namespace name)\n\

@@ -141,7 +141,7 @@ fn repeat_statistics_over_synthetic_timelines() {
             .filter(|l| l.container == "main")
             .max_by_key(|l| l.time)
             .unwrap();
-        last.time = last.time + jiff::SignedDuration::from_millis(shift_ms);
+        last.time += jiff::SignedDuration::from_millis(shift_ms);
         let verdicts = judge_case(&case.spec, &tl);
         let ok = podlife::judge::all_pass(&verdicts);
         attempts.push(attempt(

@@ -193,15 +193,20 @@ fn replay_report_is_well_formed_and_self_contained() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let cases = summary["cases"].as_array().unwrap();
     let with_timeline = cases.iter().filter(|c| c["timelineFile"].is_string()).count();
-    assert_eq!(with_timeline, 30);
+    let n_passed = summary["passed"].as_u64().unwrap() as usize;
+    let n_ignored = summary["ignored"].as_u64().unwrap() as usize;
+    assert_eq!(summary["failed"], 0);
+    assert!(n_passed >= 30, "every recording replays: {n_passed} passed");
+    // Every case that ran has a timeline, ignored ones none.
+    assert_eq!(with_timeline, n_passed);
     assert_eq!(names.iter().filter(|n| *n == "svg").count(), with_timeline);
     assert_eq!(html.matches("<svg").count(), with_timeline);
 
     // Header: run id, counts and the replayed node's fingerprint.
     let run_id = summary["runId"].as_str().unwrap();
     assert!(html.contains(&format!("<code>{run_id}</code>")));
-    assert!(html.contains("<b>30</b> passed"));
-    assert!(html.contains("<b>7</b> ignored"));
+    assert!(html.contains(&format!("<b>{n_passed}</b> passed")));
+    assert!(html.contains(&format!("<b>{n_ignored}</b> ignored")));
     for fact in [
         "v1.36.2",
         "containerd://2.1.9+unknown",
@@ -223,12 +228,12 @@ fn replay_report_is_well_formed_and_self_contained() {
         .filter(|(_, s)| s.contains("class=\"case s-passed\""))
         .map(|(id, _)| id.as_str())
         .collect();
-    assert_eq!(passed.len(), 30);
+    assert_eq!(passed.len(), n_passed);
     let mut sorted = passed.clone();
     sorted.sort();
     assert_eq!(passed, sorted, "passed cases sorted by suite::case");
-    assert!(secs[..30].iter().all(|(_, s)| s.contains("s-passed")));
-    assert!(secs[30..].iter().all(|(_, s)| s.contains("s-ignored")));
+    assert!(secs[..n_passed].iter().all(|(_, s)| s.contains("s-passed")));
+    assert!(secs[n_passed..].iter().all(|(_, s)| s.contains("s-ignored")));
     assert!(html.contains("ignored: no recording `restart-onfailure-exit0`"));
 
     // References are text without a scheme, not links.
@@ -297,7 +302,9 @@ fn render_is_deterministic() {
     let a = podlife::report::html::render(&summary);
     let b = podlife::report::html::render(&summary.clone());
     assert_eq!(a, b);
-    assert_eq!(a.matches("<svg").count(), 30);
+    let with_timeline = summary.cases.iter().filter(|c| c.timeline.is_some()).count();
+    assert!(with_timeline >= 30);
+    assert_eq!(a.matches("<svg").count(), with_timeline);
 }
 
 /// Renders the failing run's page in headless chromium and checks a screenshot came out.

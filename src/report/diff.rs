@@ -263,12 +263,8 @@ pub fn render_table(d: &DiffReport) -> String {
             .map(|(_, v)| v.clone())
             .unwrap_or_else(|| "—".into())
     };
-    out.push_str(&format!(
-        "{:<28} {:<34} {}\n",
-        "fingerprint",
-        format!("before ({})", d.before),
-        format!("after ({})", d.after)
-    ));
+    let (head_b, head_a) = (format!("before ({})", d.before), format!("after ({})", d.after));
+    out.push_str(&format!("{:<28} {head_b:<34} {head_a}\n", "fingerprint"));
     for k in keys {
         let (x, y) = (get(&fb, k), get(&fa, k));
         let mark = if x != y { "  *" } else { "" };

@@ -195,24 +195,43 @@ fn fingerprint(out: &mut String, s: &RunSummary) {
 
 fn index(out: &mut String, cases: &[&CaseReport]) {
     out.push_str("<nav class=\"index\"><h2>Cases</h2>\n<table>\n");
-    for c in cases {
-        let note = match c.status {
-            CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
-            CaseStatus::Interrupted => "interrupted (Ctrl-C)".into(),
-            CaseStatus::Failed | CaseStatus::Error => first_problem(c.last()),
-            CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
-            CaseStatus::Passed => String::new(),
-        };
+    let (ignored, ran): (Vec<&CaseReport>, Vec<&CaseReport>) =
+        cases.iter().partition(|c| c.status == CaseStatus::Ignored);
+    for c in ran {
+        index_row(out, c);
+    }
+    out.push_str("</table>\n");
+    // Ignored cases (no recording, server too old) can outnumber the rest: folded.
+    if !ignored.is_empty() {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td class=\"note\">{}</td></tr>",
-            badge(c.status),
-            anchor(c),
-            esc(&c.full_name()),
-            esc(&note)
+            "<details class=\"ignored\"><summary>{} ignored</summary><table>",
+            ignored.len()
         );
+        for c in ignored {
+            index_row(out, c);
+        }
+        out.push_str("</table></details>\n");
     }
-    out.push_str("</table></nav>\n");
+    out.push_str("</nav>\n");
+}
+
+fn index_row(out: &mut String, c: &CaseReport) {
+    let note = match c.status {
+        CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
+        CaseStatus::Interrupted => "interrupted (Ctrl-C)".into(),
+        CaseStatus::Failed | CaseStatus::Error => first_problem(c.last()),
+        CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
+        CaseStatus::Passed => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "<tr><td>{}</td><td><a href=\"#{}\">{}</a></td><td class=\"note\">{}</td></tr>",
+        badge(c.status),
+        anchor(c),
+        esc(&c.full_name()),
+        esc(&note)
+    );
 }
 
 fn legend(out: &mut String) {
@@ -1178,7 +1197,12 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
             "<rect class=\"ready\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"3\"><title>{}</title></rect>",
             by - 3.5,
             (x1 - x0).max(1.0),
-            esc(&format!("{}: ready +{} → +{} (status received)", lane.label, fmt_secs(*a), fmt_secs(*b)))
+            esc(&format!(
+                "{}: ready +{} → +{} (status received)",
+                lane.label,
+                fmt_secs(*a),
+                fmt_secs(*b)
+            ))
         );
     }
     // Log lines as ticks across the bar's lower edge, at most one per half pixel (chatty
@@ -1267,6 +1291,7 @@ main{max-width:1240px;margin:0 auto;padding:8px 16px 40px}
 h2{font-size:16px;margin:0 0 6px}
 nav.index{background:#fff;border:1px solid #dde2e8;border-radius:6px;padding:10px 14px;margin:14px 0}
 nav.index table{border-collapse:collapse;width:100%;font-size:13px}
+nav.index details{margin-top:6px}
 nav.index td{padding:2px 8px 2px 0;vertical-align:top;white-space:nowrap}
 nav.index td.note{white-space:normal;color:var(--mute);width:100%}
 a{color:#1f5fa8;text-decoration:none}

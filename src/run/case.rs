@@ -194,7 +194,10 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -
         .insert(ns.clone());
     let mut attempt = match observe_case(&api, case, env, started, t0).await {
         Ok(a) => a,
-        Err((e, tl)) => errored(e, started, t0, tl),
+        Err(err) => {
+            let (e, tl) = *err;
+            errored(e, started, t0, tl)
+        }
     };
     attempt.api_requests = api.requests();
     let keep =
@@ -220,7 +223,8 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -
     attempt
 }
 
-type CaseError = (String, Option<Timeline>);
+/// A harness error, with what was observed until then (boxed: a timeline is large).
+type CaseError = Box<(String, Option<Timeline>)>;
 
 async fn observe_case(
     api: &CaseApi,
@@ -235,7 +239,7 @@ async fn observe_case(
     }
     api.create_namespace(&env.run_id, case.name())
         .await
-        .map_err(|e| (e.to_string(), None))?;
+        .map_err(|e| Box::new((e.to_string(), None)))?;
     let mut pod = case.render_pod(&env.images);
     env.target.apply(&mut pod);
     let pod_name = pod
@@ -256,7 +260,7 @@ async fn observe_case(
     let sent = Timestamp::now();
     if let Err(e) = api.apply_pod(&pod).await {
         tasks.abort_all();
-        return Err((e.to_string(), Some(obs.finish())));
+        return Err(Box::new((e.to_string(), Some(obs.finish()))));
     }
     obs.push(Input::Action(Action {
         kind: ActionKind::Apply,
@@ -446,7 +450,7 @@ impl Loop<'_> {
         let tl = self.obs.finish();
         match stop {
             Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
-            Stop::Error(e) => Err((e, Some(tl))),
+            Stop::Error(e) => Err(Box::new((e, Some(tl)))),
         }
     }
 

@@ -389,7 +389,11 @@ pub fn execute(
         if ignored {
             // libtest-mimic prints "ignored" without a reason; say why once, up front.
             if !opts.quiet {
-                eprintln!("ignored {}: {}", case.full_name(), reason.as_deref().unwrap_or("ignored"));
+                eprintln!(
+                    "ignored {}: {}",
+                    case.full_name(),
+                    reason.as_deref().unwrap_or("ignored")
+                );
             }
             reports.lock().expect("reports").push(base.clone());
         }
