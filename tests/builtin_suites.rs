@@ -295,3 +295,51 @@ fn normalize(xml: &str, suite: &str) -> String {
     let s = re_run.replace_all(&s, "name=\"podlife.run\" value=\"RUNID\"");
     s.replace(&recordings().display().to_string(), "RECORDINGS")
 }
+
+#[test]
+fn upstream_mapping_covers_every_applicable_test_and_the_readme_shows_it() {
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args(["list", "--upstream"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(!out.contains("NOT COVERED"), "{out}");
+    assert!(
+        !out.contains("warning:"),
+        "every `upstream:` name is in the list: {out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("upstream conformance behaviours certified:"))
+        .unwrap();
+    let counts: Vec<u32> = line
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(counts[0], counts[1], "{line}");
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(out.trim_end()),
+        "README's upstream table is stale: run `podlife list --upstream`"
+    );
+}
+
+#[test]
+fn upstream_list_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("l.tsv");
+    std::fs::write(&p, "# comment\nA test\tpod\nB test\tn/a\n").unwrap();
+    let err = podlife::cli::read_upstream_list(&p).unwrap_err();
+    assert!(err.ends_with("l.tsv:3: `n/a` needs a reason"), "{err}");
+    std::fs::write(&p, "A test\tmaybe\treason\n").unwrap();
+    assert!(
+        podlife::cli::read_upstream_list(&p)
+            .unwrap_err()
+            .contains(":1: scope `maybe`")
+    );
+}
