@@ -220,7 +220,7 @@ fn index_row(out: &mut String, c: &CaseReport) {
     let note = match c.status {
         CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
         CaseStatus::Interrupted => "interrupted (Ctrl-C)".into(),
-        CaseStatus::Failed | CaseStatus::Error => first_problem(c.last()),
+        CaseStatus::Failed | CaseStatus::Error => crate::run::case::first_problem(c.last()),
         CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
         CaseStatus::Passed => String::new(),
     };
@@ -250,18 +250,6 @@ fn legend(out: &mut String) {
 <span class=\"sw sw-mark\"></span>mark \
 <span class=\"sw sw-gap\"></span>gap (red: failed)</p>\n",
     );
-}
-
-fn first_problem(a: Option<&Attempt>) -> String {
-    let Some(a) = a else { return String::new() };
-    if let Some(e) = &a.error {
-        return e.clone();
-    }
-    a.verdicts
-        .iter()
-        .find(|v| v.outcome != Outcome::Pass)
-        .map(|v| v.evidence.clone())
-        .unwrap_or_default()
 }
 
 fn outcome_tag(o: Outcome) -> (&'static str, &'static str) {
@@ -401,7 +389,7 @@ fn earlier_attempts(out: &mut String, attempts: &[Attempt]) {
             out,
             "<li>{st} after {}: {}",
             esc(&fmt_secs(a.duration_s)),
-            esc(&first_problem(Some(a)))
+            esc(&crate::run::case::first_problem(Some(a)))
         );
         verdicts(out, &a.verdicts);
         out.push_str("</li>\n");

@@ -63,7 +63,7 @@ fn test_case(c: &CaseReport) -> TestCase {
                 NonSuccessKind::Failure
             };
             let mut st = TestCaseStatus::non_success(kind);
-            st.set_message(first_problem(last));
+            st.set_message(crate::run::case::first_problem(last));
             st.set_description(failure_message(c));
             for a in c.attempts.iter().take(c.attempts.len().saturating_sub(1)) {
                 st.add_rerun(rerun(a));
@@ -105,18 +105,6 @@ fn test_case(c: &CaseReport) -> TestCase {
     tc
 }
 
-fn first_problem(a: Option<&Attempt>) -> String {
-    let Some(a) = a else { return "no attempt".into() };
-    if let Some(e) = &a.error {
-        return e.clone();
-    }
-    a.verdicts
-        .iter()
-        .find(|v| v.outcome != Outcome::Pass)
-        .map(|v| v.evidence.clone())
-        .unwrap_or_default()
-}
-
 fn rerun(a: &Attempt) -> TestRerun {
     let kind = if a.status == AttemptStatus::Error {
         NonSuccessKind::Error
@@ -124,7 +112,7 @@ fn rerun(a: &Attempt) -> TestRerun {
         NonSuccessKind::Failure
     };
     let mut r = TestRerun::new(kind);
-    r.set_message(first_problem(Some(a)));
+    r.set_message(crate::run::case::first_problem(Some(a)));
     r.set_time(dur(a.duration_s));
     r.set_timestamp(ts(a.started));
     r

@@ -15,7 +15,7 @@ pub fn timeline_file(suite: &str, case: &str) -> String {
     format!("timelines/{suite}__{case}.json")
 }
 
-/// Writes `summary.json`, `junit.xml` and `timelines/` under `dir` (and the JUnit copy to
+/// Writes `summary.json`, `junit.xml`, `index.html` and `timelines/` under `dir` (and the JUnit copy to
 /// `junit`, if given). Returns the paths written, for the console.
 pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> std::io::Result<Vec<String>> {
     std::fs::create_dir_all(dir.join("timelines"))?;

@@ -58,6 +58,20 @@ pub struct Attempt {
     pub timeline: Option<Timeline>,
 }
 
+/// The first thing that went wrong in an attempt: its error, else the first verdict that did
+/// not pass (empty when all passed).
+pub fn first_problem(a: Option<&Attempt>) -> String {
+    let Some(a) = a else { return String::new() };
+    if let Some(e) = &a.error {
+        return e.clone();
+    }
+    a.verdicts
+        .iter()
+        .find(|v| v.outcome != Outcome::Pass)
+        .map(|v| v.evidence.clone())
+        .unwrap_or_default()
+}
+
 /// Shared state of a run that cases need.
 #[derive(Clone)]
 pub struct CaseEnv {
