@@ -461,6 +461,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         cancel: None,
         repeat: args.repeat,
         certify: args.profile == Some(Profile::Certify),
+        upstream_applicable: upstream_applicable(&args.suites),
         target: crate::run::Target {
             node: args.node,
             node_selector: args.node_selector.into_iter().collect(),
@@ -628,5 +629,21 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The applicable upstream testnames, from `upstream-conformance.tsv` in the first suites folder
+/// (none when there is no such file: then the run does not report upstream coverage).
+fn upstream_applicable(suites: &[PathBuf]) -> Vec<String> {
+    let Some(dir) = suites.iter().find(|p| p.is_dir()) else {
+        return vec![];
+    };
+    match read_upstream_list(&dir.join("upstream-conformance.tsv")) {
+        Ok(rows) => rows
+            .into_iter()
+            .filter(|r| r.not_applicable.is_none())
+            .map(|r| r.testname)
+            .collect(),
+        Err(_) => vec![],
     }
 }

@@ -229,6 +229,11 @@ fn replay_run_writes_reports_and_exits_0() {
         .clone();
     let stdout = String::from_utf8_lossy(&out);
     assert!(stdout.contains("30 passed; 0 failed"), "{stdout}");
+    // Only recorded cases replay, so only some upstream behaviours are certified by this run.
+    assert!(
+        stdout.contains("upstream conformance behaviours certified: 20 of 92 applicable"),
+        "{stdout}"
+    );
     let run_dir = std::fs::read_dir(reports.path())
         .unwrap()
         .next()

@@ -224,6 +224,19 @@ fn certification_per_area() {
     assert_eq!(get("probes").verdict, AreaVerdict::NotConformant);
     assert_eq!(get("probes").failing, vec!["probes::d"]);
     assert_eq!(get("sidecars").verdict, AreaVerdict::Skipped);
+    let mut up = cases.clone();
+    up[0].upstream = vec!["T1".into()];
+    up[2].upstream = vec!["T2".into()];
+    up[3].upstream = vec!["T2".into()];
+    up[4].upstream = vec!["T3".into()];
+    let u = stats::upstream(&up, &["T1".into(), "T2".into(), "T3".into(), "T4".into()]).unwrap();
+    assert_eq!(
+        u.certified,
+        vec!["T1"],
+        "T2 has a failing case, T3 only an ignored one, T4 none"
+    );
+    assert_eq!(u.failed, vec!["T2"]);
+    assert_eq!(u.applicable, 4);
     let table = stats::certification_table(&areas, "node vm");
     assert!(
         table.contains("NOT CONFORMANT") && table.contains("needs server 1.29"),

@@ -40,6 +40,7 @@ fn opts(reports: &Path) -> RunOptions {
         cancel: None,
         repeat: 1,
         certify: false,
+        upstream_applicable: vec![],
         target: Default::default(),
     }
 }

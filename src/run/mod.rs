@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub repeat: u32,
     /// Print the per-area certification summary.
     pub certify: bool,
+    /// Upstream conformance testnames a pod can show (from suites/upstream-conformance.tsv), to
+    /// report how many this run certified.
+    pub upstream_applicable: Vec<String>,
     /// Which node / runtime the pods are pinned to.
     pub target: Target,
 }
@@ -170,6 +173,9 @@ pub struct RunSummary {
     /// Per-area certification of the fingerprinted node.
     #[serde(default)]
     pub certification: Vec<stats::AreaResult>,
+    /// Upstream conformance behaviours this run certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<stats::UpstreamResult>,
     pub cases: Vec<CaseReport>,
 }
 
@@ -483,6 +489,7 @@ pub fn execute(
         leftovers,
         repeat: opts.repeat.max(1),
         certification: stats::certify(&cases),
+        upstream: stats::upstream(&cases, &opts.upstream_applicable),
         cases,
     };
     let report_dir = opts.reports_dir.join(&run_id);
@@ -497,6 +504,15 @@ pub fn execute(
     }
     for l in &summary.leftovers {
         eprintln!("leftover: {l}");
+    }
+    if let Some(u) = &summary.upstream
+        && !opts.quiet
+    {
+        println!(
+            "upstream conformance behaviours certified: {} of {} applicable",
+            u.certified.len(),
+            u.applicable
+        );
     }
     if opts.certify {
         let node = match &summary.fingerprint.nodes[..] {

@@ -216,3 +216,42 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
     }
     out
 }
+
+/// Which upstream conformance behaviours a run certified.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamResult {
+    /// How many upstream tests a pod on a node can show.
+    pub applicable: usize,
+    /// Those for which at least one case ran and every case naming them passed.
+    pub certified: Vec<String>,
+    /// Those with a case that failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<String>,
+}
+
+/// Certified upstream behaviours: every case that names the test ran and passed (flaky counts).
+pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamResult> {
+    if applicable.is_empty() {
+        return None;
+    }
+    let mut certified = vec![];
+    let mut failed = vec![];
+    for name in applicable {
+        let naming: Vec<&CaseReport> = cases.iter().filter(|c| c.upstream.contains(name)).collect();
+        let ran: Vec<&&CaseReport> = naming.iter().filter(|c| c.status != CaseStatus::Ignored).collect();
+        if ran
+            .iter()
+            .any(|c| !matches!(c.status, CaseStatus::Passed | CaseStatus::Flaky))
+        {
+            failed.push(name.clone());
+        } else if !ran.is_empty() {
+            certified.push(name.clone());
+        }
+    }
+    Some(UpstreamResult {
+        applicable: applicable.len(),
+        certified,
+        failed,
+    })
+}
