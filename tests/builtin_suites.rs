@@ -348,3 +348,25 @@ fn upstream_list_errors_name_the_line() {
             .contains(":1: scope `maybe`")
     );
 }
+
+#[test]
+fn run_without_a_cluster_says_what_it_tried_and_points_at_replay() {
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .args(["run", "--context", "kind-kind"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(out).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("/nonexistent/kubeconfig") && err.contains("context kind-kind"),
+        "{err}"
+    );
+    assert!(err.contains("--replay"), "{err}");
+}
