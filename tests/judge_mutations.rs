@@ -141,6 +141,8 @@ fn gap_from_log_timestamps() {
 
 #[test]
 fn gap_with_status_times_is_widened_and_says_so() {
+    // Status times are whole seconds; the instance's first and last log lines narrow them
+    // (start ≤ first line, end ≥ last line), and what is left widens the tolerance.
     let marks = "s: {containerStarted: {container: main}}\nt: {containerTerminated: {container: main}}";
     let v = judge(
         "restart-never-success",
@@ -148,8 +150,35 @@ fn gap_with_status_times_is_widened_and_says_so() {
         "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}",
     );
     pass(&v[0]);
-    assert!(v[0].evidence.contains("widened by 2s"), "{}", v[0].evidence);
-    fails_with(&v[1], "measured 1s");
+    assert!(
+        v[0].evidence.contains("≤ first log line") && v[0].evidence.contains("≥ last log line"),
+        "{}",
+        v[0].evidence
+    );
+    assert!(
+        v[0].evidence
+            .contains("tolerance widened by 999.5ms: status times are whole seconds"),
+        "{}",
+        v[0].evidence
+    );
+    fails_with(&v[1], "measured 1.108s");
+    // Without log lines the full second on each side is the precision.
+    let mut tl = Recording::read(&rec("restart-never-success")).unwrap().timeline();
+    tl.logs.clear();
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "name: t\ncases:\n  - name: x\n    manifest: {}\n    expect:\n      - gap: {{from: {{containerStarted: {{container: main}}}}, to: {{containerTerminated: {{container: main}}}}, max: 1s}}\n",
+        rec("restart-never-success").join("manifest.yaml").display()
+    );
+    std::fs::write(dir.path().join("t.yaml"), yaml).unwrap();
+    let suites = podlife::suite::load_suites(&[dir.path().join("t.yaml")]).unwrap();
+    let v = judge_case(&suites[0].cases[0].spec, &tl);
+    pass(&v[0]);
+    assert!(
+        v[0].evidence.contains("measured 1s") && v[0].evidence.contains("widened by 2s"),
+        "{}",
+        v[0].evidence
+    );
 }
 
 #[test]

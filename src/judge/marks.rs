@@ -103,11 +103,18 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             let t = i
                 .started_at
                 .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
+            // startedAt is truncated to the second; the first log line (same node clock, ns)
+            // bounds the true start from above, so it narrows the interval.
+            let first = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).min();
+            let (precision, note) = match first {
+                Some(f) if f >= t && f < t + SECOND => (f.duration_since(t), ", ≤ first log line"),
+                _ => (SECOND, ""),
+            };
             Ok(Hit::new(
                 t,
-                SECOND,
+                precision,
                 Clock::Node,
-                format!("{}#{} startedAt {}", i.container, i.instance, hms(t)),
+                format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
             ))
         }
         MarkSpec::ContainerTerminated(r) => {
@@ -118,11 +125,18 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             let t = i
                 .finished_at
                 .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
+            // finishedAt is truncated to the second; the last log line bounds the true end from
+            // below, so the end lies in [max(finishedAt, last line), finishedAt + 1 s).
+            let last = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).max();
+            let (at, note) = match last {
+                Some(l) if l > t && l < t + SECOND => (l, ", ≥ last log line"),
+                _ => (t, ""),
+            };
             Ok(Hit::new(
-                t,
-                SECOND,
+                at,
+                (t + SECOND).duration_since(at),
                 Clock::Node,
-                format!("{}#{} finishedAt {}", i.container, i.instance, hms(t)),
+                format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
             ))
         }
         MarkSpec::ContainerSeen(s) => {

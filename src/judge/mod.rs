@@ -504,7 +504,7 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     let widen = secs(a.precision) + secs(b.precision);
     if widen > 0.0 {
         notes.push(format!(
-            "tolerance widened by {}: status times have 1 s precision",
+            "tolerance widened by {}: status times are whole seconds",
             fmt_secs(widen)
         ));
     }
