@@ -363,10 +363,11 @@ async fn observe_case(
     // settles or every expectation is decided, within the case timeout.
     if step_failure.is_none() && !last_is_wait {
         let r = loop_
-            .run_until(
+            .run_until_every(
                 deadline,
                 &mut cancel,
                 "the pod to settle or all expectations to be decided",
+                Duration::from_millis(200),
                 |tl| tl.settled() || judge::all_decided(&judge::judge_case(&case.spec, tl)),
             )
             .await;
@@ -476,11 +477,28 @@ impl Loop<'_> {
         what: &str,
         done: impl Fn(&Timeline) -> bool,
     ) -> Result<bool, Stop> {
+        self.run_until_every(until, cancel, what, Duration::ZERO, done).await
+    }
+
+    /// Like `run_until`, but evaluates `done` at most once per `every` (for conditions that
+    /// judge the whole timeline, which a chatty container would otherwise trigger per line).
+    async fn run_until_every(
+        &mut self,
+        until: Instant,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
+        what: &str,
+        every: Duration,
+        done: impl Fn(&Timeline) -> bool,
+    ) -> Result<bool, Stop> {
         let began = Instant::now();
         let mut next_progress = began + self.env.progress_every;
+        let mut next_eval = began;
         loop {
-            if done(self.obs.timeline()) {
-                return Ok(true);
+            if Instant::now() >= next_eval {
+                if done(self.obs.timeline()) {
+                    return Ok(true);
+                }
+                next_eval = Instant::now() + every;
             }
             let now = Instant::now();
             if now >= until {
@@ -495,7 +513,9 @@ impl Loop<'_> {
                 );
                 next_progress = now + self.env.progress_every;
             }
-            let wake = until.min(next_progress);
+            let wake = until
+                .min(next_progress)
+                .min(if every.is_zero() { until } else { next_eval });
             tokio::select! {
                 msg = self.rx.recv() => match msg {
                     Some(Msg::Input(i)) => {
