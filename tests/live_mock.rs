@@ -88,6 +88,14 @@ fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, ClusterError> 
     run_live(o, cases, e.cluster.clone(), "testrun1".into(), &e.rt)
 }
 
+/// Runs a one-case suite with the default options and checks the case passed.
+fn run_passing(e: &Env, body: &str) -> RunOutcome {
+    let out = run(e, &opts(e.dir.path()), body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    out
+}
+
 const NEVER_SUCCESS: &str = r#"
 name: mock
 cases:
@@ -104,9 +112,8 @@ cases:
 #[test]
 fn passing_case_creates_applies_watches_follows_and_cleans_up() {
     let e = env(|_| {});
-    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    let out = run_passing(&e, NEVER_SUCCESS);
     let c = &out.summary.cases[0];
-    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
     assert!(!out.any_failed);
     let f = e.fake.lock().unwrap();
     let ns = "podlife-testrun1-restart-never-success";
@@ -277,9 +284,7 @@ cases:
 #[test]
 fn delete_step_sends_the_grace_override_and_observes_the_end() {
     let e = env(|_| {});
-    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
-    let c = &out.summary.cases[0];
-    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    run_passing(&e, SIGTERM_HANDLED);
     assert_eq!(e.fake.lock().unwrap().delete_graces, vec![Some(7)]);
 }
 

@@ -627,12 +627,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
     let phases = phase_spans(tl, &r, data_hi);
     if !phases.is_empty() {
         lane_bg(&mut body, y, LANE_H, &mut stripe);
-        let _ = writeln!(
-            body,
-            "<text class=\"lane-l\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">pod phase</text>",
-            LABEL_W - 8.0,
-            y + LANE_H / 2.0 + 4.0
-        );
+        lane_label(&mut body, "pod phase", y + LANE_H / 2.0 + 4.0);
         for (from, to, phase) in &phases {
             let (x0, x1) = (sc.x(*from), sc.x(*to));
             let w = (x1 - x0).max(1.0);
@@ -710,12 +705,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
         let dot_y = y + label_rows * LABEL_ROW_H + 6.0;
         let h = dot_y + 6.0 - y;
         lane_bg(&mut body, y, h, &mut stripe);
-        let _ = writeln!(
-            body,
-            "<text class=\"lane-l\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">marks</text>",
-            LABEL_W - 8.0,
-            dot_y + 4.0
-        );
+        lane_label(&mut body, "marks", dot_y + 4.0);
         for (x, tx, anchor, row, label, failed, at) in placed {
             let class = if failed { "mark fail" } else { "mark" };
             let lclass = if failed { "mark-l fail" } else { "mark-l" };
@@ -772,12 +762,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
         let top = y;
         let h = rows.len() as f64 * GAP_ROW_H;
         lane_bg(&mut body, top, h, &mut stripe);
-        let _ = writeln!(
-            body,
-            "<text class=\"lane-l\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">gaps</text>",
-            LABEL_W - 8.0,
-            top + GAP_ROW_H / 2.0 + 4.0
-        );
+        lane_label(&mut body, "gaps", top + GAP_ROW_H / 2.0 + 4.0);
         for (x0, x1, tx, anchor, row, label, failed, v) in placed {
             let ry = top + row as f64 * GAP_ROW_H;
             let line_y = ry + 19.0;
@@ -806,12 +791,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
         "<line class=\"axis\" x1=\"{LABEL_W:.1}\" y1=\"{axis_y:.1}\" x2=\"{:.1}\" y2=\"{axis_y:.1}\"/>",
         LABEL_W + PLOT_W
     );
-    let _ = writeln!(
-        axis,
-        "<text class=\"lane-l\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">seconds</text>",
-        LABEL_W - 8.0,
-        axis_y + 15.0
-    );
+    lane_label(&mut axis, "seconds", axis_y + 15.0);
     let first = (sc.lo / step).ceil() as i64;
     let last = (sc.hi / step).floor() as i64;
     for k in first..=last {
@@ -853,6 +833,15 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
     svg.push_str(&axis);
     svg.push_str("</svg>\n");
     Some(svg)
+}
+
+/// A lane's name in the left margin, vertically at `y` (its text baseline).
+fn lane_label(out: &mut String, name: &str, y: f64) {
+    let _ = writeln!(
+        out,
+        "<text class=\"lane-l\" x=\"{:.1}\" y=\"{y:.1}\" text-anchor=\"end\">{name}</text>",
+        LABEL_W - 8.0
+    );
 }
 
 fn lane_bg(out: &mut String, y: f64, h: f64, stripe: &mut usize) {
