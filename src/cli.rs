@@ -316,7 +316,7 @@ fn list(args: ListArgs) -> ExitCode {
         Err(c) => return c,
     };
     if args.upstream {
-        return match upstream_table(&suites, &args.upstream_list) {
+        return match suite::upstream::upstream_table(&suites, &args.upstream_list) {
             Ok(t) => {
                 print!("{t}");
                 ExitCode::SUCCESS
@@ -461,8 +461,8 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         cancel: None,
         repeat: args.repeat,
         certify: args.profile == Some(Profile::Certify),
-        upstream_applicable: upstream_applicable(&args.suites),
-        target: crate::run::Target {
+        upstream_applicable: suite::upstream::upstream_applicable(&args.suites),
+        target: crate::cluster::Target {
             node: args.node,
             node_selector: args.node_selector.into_iter().collect(),
             runtime_class: args.runtime_class,
@@ -489,7 +489,28 @@ fn run_cmd(args: RunArgs) -> ExitCode {
     if opts.certify && (opts.filter.is_some() || !opts.skip.is_empty()) {
         eprintln!("warning: --profile certify with a filter certifies only the selected cases");
     }
-    crate::run::run(opts, suites)
+    if opts.list {
+        return crate::run::list(&opts, &suites);
+    }
+    let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
+    let mut outcome = match crate::run::run(opts, suites) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let published = crate::report::publish(
+        crate::report::PublishOptions {
+            dir: &outcome.report_dir,
+            junit: junit.as_deref(),
+            quiet,
+            certify,
+        },
+        &mut outcome.summary,
+    );
+    match published {
+        // A run whose reports are missing has certified nothing anyone can read.
+        Err(_) if !outcome.summary.interrupted => ExitCode::from(2),
+        _ => outcome.exit_code(),
+    }
 }
 
 fn images_cmd(args: ImagesArgs) -> ExitCode {
@@ -508,105 +529,6 @@ fn images_cmd(args: ImagesArgs) -> ExitCode {
         println!("{i}");
     }
     ExitCode::SUCCESS
-}
-
-/// One row of the upstream conformance list.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UpstreamRow {
-    pub testname: String,
-    /// `None` when a pod on a node can show the behaviour; else why podlife does not apply.
-    pub not_applicable: Option<String>,
-}
-
-/// Reads `testname<TAB>pod|n/a<TAB>reason` lines (`#` comments and blank lines skipped).
-pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let mut out = vec![];
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let cols: Vec<&str> = line.split('\t').collect();
-        let (name, scope, reason) = match cols.as_slice() {
-            [n, s] => (*n, *s, ""),
-            [n, s, r, ..] => (*n, *s, *r),
-            _ => {
-                return Err(format!(
-                    "{}:{}: expected `testname<TAB>pod|n/a<TAB>reason`",
-                    path.display(),
-                    i + 1
-                ));
-            }
-        };
-        let not_applicable = match scope.trim() {
-            "pod" => None,
-            "n/a" if !reason.trim().is_empty() => Some(reason.trim().to_string()),
-            "n/a" => return Err(format!("{}:{}: `n/a` needs a reason", path.display(), i + 1)),
-            other => {
-                return Err(format!(
-                    "{}:{}: scope `{other}`: use `pod` or `n/a`",
-                    path.display(),
-                    i + 1
-                ));
-            }
-        };
-        out.push(UpstreamRow {
-            testname: name.trim().to_string(),
-            not_applicable,
-        });
-    }
-    Ok(out)
-}
-
-/// The mapping table: upstream testname → podlife case(s) → covered / not applicable / missing.
-pub fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String, String> {
-    let rows = read_upstream_list(list)?;
-    let mut by_name: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
-    for c in suites.iter().flat_map(|s| &s.cases) {
-        for u in &c.spec.upstream {
-            by_name.entry(u.as_str()).or_default().push(c.full_name());
-        }
-    }
-    let mut out = String::from("| upstream conformance test | podlife case | status |\n|---|---|---|\n");
-    let (mut covered, mut applicable) = (0, 0);
-    for r in &rows {
-        let cases = by_name.get(r.testname.as_str()).cloned().unwrap_or_default();
-        let status = match (&r.not_applicable, cases.is_empty()) {
-            (Some(why), true) => format!("not applicable: {why}"),
-            (Some(why), false) => format!("covered (listed as not applicable: {why})"),
-            (None, false) => {
-                applicable += 1;
-                covered += 1;
-                "covered".to_string()
-            }
-            (None, true) => {
-                applicable += 1;
-                "NOT COVERED".to_string()
-            }
-        };
-        let shown = if cases.is_empty() {
-            "—".to_string()
-        } else {
-            cases.join(", ")
-        };
-        out.push_str(&format!(
-            "| {} | {shown} | {status} |\n",
-            r.testname.replace('|', "\\|")
-        ));
-    }
-    out.push_str(&format!(
-        "\nupstream conformance behaviours certified: {covered} of {applicable} applicable ({} not applicable, {} listed)\n",
-        rows.len() - applicable,
-        rows.len()
-    ));
-    let known: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.testname.as_str()).collect();
-    for u in by_name.keys().filter(|k| !known.contains(*k)) {
-        out.push_str(&format!(
-            "warning: a case names `{u}`, which is not in {}\n",
-            list.display()
-        ));
-    }
-    Ok(out)
 }
 
 fn diff_cmd(args: DiffArgs) -> ExitCode {
@@ -629,21 +551,5 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-/// The applicable upstream testnames, from `upstream-conformance.tsv` in the first suites folder
-/// (none when there is no such file: then the run does not report upstream coverage).
-fn upstream_applicable(suites: &[PathBuf]) -> Vec<String> {
-    let Some(dir) = suites.iter().find(|p| p.is_dir()) else {
-        return vec![];
-    };
-    match read_upstream_list(&dir.join("upstream-conformance.tsv")) {
-        Ok(rows) => rows
-            .into_iter()
-            .filter(|r| r.not_applicable.is_none())
-            .map(|r| r.testname)
-            .collect(),
-        Err(_) => vec![],
     }
 }

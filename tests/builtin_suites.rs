@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use podlife::judge::Outcome;
-use podlife::run::case::{AttemptStatus, replay_case};
+use podlife::results::AttemptStatus;
+use podlife::run::case::replay_case;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -339,11 +340,11 @@ fn upstream_list_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("l.tsv");
     std::fs::write(&p, "# comment\nA test\tpod\nB test\tn/a\n").unwrap();
-    let err = podlife::cli::read_upstream_list(&p).unwrap_err();
+    let err = podlife::suite::upstream::read_upstream_list(&p).unwrap_err();
     assert!(err.ends_with("l.tsv:3: `n/a` needs a reason"), "{err}");
     std::fs::write(&p, "A test\tmaybe\treason\n").unwrap();
     assert!(
-        podlife::cli::read_upstream_list(&p)
+        podlife::suite::upstream::read_upstream_list(&p)
             .unwrap_err()
             .contains(":1: scope `maybe`")
     );

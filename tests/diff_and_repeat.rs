@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use podlife::judge::judge_case;
 use podlife::observe::Recording;
-use podlife::run::case::{Attempt, AttemptStatus, Cleanup};
-use podlife::run::stats::{self, AreaVerdict};
-use podlife::run::{CaseReport, CaseStatus};
+use podlife::results::stats::{self, AreaVerdict};
+use podlife::results::{Attempt, AttemptStatus, Cleanup};
+use podlife::results::{CaseReport, CaseStatus};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -292,7 +292,7 @@ fn failing_case_comes_first_with_its_gap_annotated() {
 fn render_is_deterministic() {
     let reports = tempfile::tempdir().unwrap();
     let dir = passing_run(reports.path());
-    let mut summary: podlife::run::RunSummary =
+    let mut summary: podlife::results::RunSummary =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     for c in &mut summary.cases {
         if let Some(f) = &c.timeline_file {

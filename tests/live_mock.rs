@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use podlife::cluster::{Cluster, ClusterError};
-use podlife::run::{CaseStatus, RunOptions, RunOutcome, run_live};
+use podlife::results::CaseStatus;
+use podlife::run::{RunOptions, RunOutcome, run_live};
 use support::fake_api::{self, FakeState};
 
 fn recordings() -> PathBuf {
@@ -85,7 +86,18 @@ fn env(setup: impl FnOnce(&mut FakeState)) -> Env {
 
 fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, ClusterError> {
     let cases = suite(e.dir.path(), body);
-    run_live(o, cases, e.cluster.clone(), "testrun1".into(), &e.rt)
+    let mut out = run_live(o, cases, e.cluster.clone(), "testrun1".into(), &e.rt)?;
+    let published = podlife::report::publish(
+        podlife::report::PublishOptions {
+            dir: &out.report_dir,
+            junit: o.junit.as_deref(),
+            quiet: o.quiet,
+            certify: o.certify,
+        },
+        &mut out.summary,
+    );
+    assert!(published.is_ok(), "{published:?}");
+    Ok(out)
 }
 
 /// Runs a one-case suite with the default options and checks the case passed.
@@ -255,7 +267,7 @@ fn namespace_stuck_terminating_is_reported_and_does_not_hang() {
     o.cleanup_timeout = Duration::from_secs(1);
     let out = run(&e, &o, NEVER_SUCCESS).unwrap();
     let a = out.summary.cases[0].last().unwrap();
-    assert_eq!(a.status, podlife::run::case::AttemptStatus::Passed);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed);
     assert!(
         a.cleanup.leftover.as_deref().unwrap().contains("still terminating"),
         "{:?}",
@@ -319,7 +331,7 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
 fn node_and_runtime_class_are_injected_and_fingerprinted() {
     let e = env(|_| {});
     let mut o = opts(e.dir.path());
-    o.target = podlife::run::Target {
+    o.target = podlife::cluster::Target {
         node: Some("fake-node".into()),
         node_selector: [("pool".to_string(), "runc".to_string())].into(),
         runtime_class: Some("gvisor".into()),

@@ -1,6 +1,9 @@
 //! Cluster access (`Cluster`): connect like kubectl, preflight (reachability, version, nodes,
 //! permissions), fingerprint, namespaces, server-side apply of untyped pods, deletes.
 
+mod target;
+pub use target::Target;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -272,7 +275,7 @@ impl Cluster {
 
     /// Checks what `--node`, `--node-selector` and `--runtime-class` name exists, narrows the
     /// fingerprint to the targeted nodes and records the RuntimeClass handler.
-    pub async fn check_target(&self, fp: &mut Fingerprint, target: &crate::run::Target) -> Result<(), ClusterError> {
+    pub async fn check_target(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
         if let Some(rc) = &target.runtime_class {
             let api: Api<k8s_openapi::api::node::v1::RuntimeClass> = Api::all(self.client.clone());
             match api.get(rc).await {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Fingerprint;
-use crate::run::{CaseReport, CaseStatus, RunSummary};
+use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::util::fmt_secs;
 
 /// When a timing change counts.

@@ -13,8 +13,8 @@ use jiff::Timestamp;
 use crate::judge::marks::hms;
 use crate::judge::{Outcome, Verdict};
 use crate::observe::{ActionKind, EventOccurrence, Instance, State, Timeline};
-use crate::run::case::{Attempt, AttemptStatus};
-use crate::run::{CaseReport, CaseStatus, RunSummary};
+use crate::results::{Attempt, AttemptStatus};
+use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::suite::ContainerKind;
 use crate::util::fmt_secs;
 
@@ -220,7 +220,7 @@ fn index_row(out: &mut String, c: &CaseReport) {
     let note = match c.status {
         CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
         CaseStatus::Interrupted => "interrupted (Ctrl-C)".into(),
-        CaseStatus::Failed | CaseStatus::Error => crate::run::case::first_problem(c.last()),
+        CaseStatus::Failed | CaseStatus::Error => crate::results::first_problem(c.last()),
         CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
         CaseStatus::Passed => String::new(),
     };
@@ -389,7 +389,7 @@ fn earlier_attempts(out: &mut String, attempts: &[Attempt]) {
             out,
             "<li>{st} after {}: {}",
             esc(&fmt_secs(a.duration_s)),
-            esc(&crate::run::case::first_problem(Some(a)))
+            esc(&crate::results::first_problem(Some(a)))
         );
         verdicts(out, &a.verdicts);
         out.push_str("</li>\n");

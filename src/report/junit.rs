@@ -9,8 +9,8 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, T
 
 use crate::judge::Outcome;
 use crate::observe::Timeline;
-use crate::run::case::{Attempt, AttemptStatus};
-use crate::run::{CaseReport, CaseStatus, RunSummary, failure_message};
+use crate::results::{Attempt, AttemptStatus};
+use crate::results::{CaseReport, CaseStatus, RunSummary, failure_message};
 
 /// Lines of each container's log kept in system-out.
 const LOG_TAIL: usize = 20;
@@ -63,7 +63,7 @@ fn test_case(c: &CaseReport) -> TestCase {
                 NonSuccessKind::Failure
             };
             let mut st = TestCaseStatus::non_success(kind);
-            st.set_message(crate::run::case::first_problem(last));
+            st.set_message(crate::results::first_problem(last));
             st.set_description(failure_message(c));
             for a in c.attempts.iter().take(c.attempts.len().saturating_sub(1)) {
                 st.add_rerun(rerun(a));
@@ -112,7 +112,7 @@ fn rerun(a: &Attempt) -> TestRerun {
         NonSuccessKind::Failure
     };
     let mut r = TestRerun::new(kind);
-    r.set_message(crate::run::case::first_problem(Some(a)));
+    r.set_message(crate::results::first_problem(Some(a)));
     r.set_time(dur(a.duration_s));
     r.set_timestamp(ts(a.started));
     r

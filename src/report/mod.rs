@@ -1,5 +1,5 @@
-//! Reporters (`write_all`): console lines, JUnit XML, per-case timeline JSON and the run summary,
-//! all written from the finished run's `RunSummary`.
+//! Reporters (`write_all`, `publish`): console lines, JUnit XML, per-case timeline JSON and the
+//! run summary, all written from the finished run's `RunSummary` (they never import `run`).
 
 pub mod console;
 pub mod diff;
@@ -8,7 +8,7 @@ pub mod junit;
 
 use std::path::Path;
 
-use crate::run::RunSummary;
+use crate::results::RunSummary;
 
 /// File name of a case's timeline: `<suite>__<case>.json`.
 pub fn timeline_file(suite: &str, case: &str) -> String {
@@ -46,4 +46,71 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
     paths.push(dir.join("index.html").display().to_string());
     paths.push(dir.join("timelines").display().to_string() + "/");
     Ok(paths)
+}
+
+/// How a finished run is published.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishOptions<'a> {
+    /// The run's report folder (`reports/<runid>`).
+    pub dir: &'a Path,
+    /// Another copy of the JUnit XML.
+    pub junit: Option<&'a Path>,
+    pub quiet: bool,
+    /// Print the per-area certification table.
+    pub certify: bool,
+}
+
+/// Writes every report of a finished run and prints its closing lines (report paths, leftovers,
+/// upstream count, certification table, kept namespaces). Returns the report error, if any.
+pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), String> {
+    let dir = opts.dir;
+    let mut result = Ok(());
+    match write_all(dir, opts.junit, summary) {
+        Ok(paths) => {
+            if !opts.quiet {
+                println!("reports: {}", paths.join(", "));
+            }
+        }
+        Err(e) => {
+            eprintln!("error: writing reports: {e}");
+            result = Err(e.to_string());
+        }
+    }
+    for l in &summary.leftovers {
+        eprintln!("leftover: {l}");
+    }
+    if let Some(u) = &summary.upstream
+        && !opts.quiet
+    {
+        println!(
+            "upstream conformance behaviours certified: {} of {} applicable",
+            u.certified.len(),
+            u.applicable
+        );
+    }
+    if opts.certify {
+        let node = match &summary.fingerprint.nodes[..] {
+            [n] => format!(
+                "node {} ({}, kubelet {})",
+                n.name, n.container_runtime_version, n.kubelet_version
+            ),
+            _ => "the cluster".to_string(),
+        };
+        print!(
+            "{}",
+            crate::results::stats::certification_table(&summary.certification, &node)
+        );
+    }
+    for c in &summary.cases {
+        if let Some(a) = c.last()
+            && a.cleanup.kept
+            && let Some(ns) = &a.cleanup.namespace
+        {
+            eprintln!(
+                "kept namespace {ns} of failed case {}: inspect with `kubectl -n {ns} get pods,events` and `kubectl -n {ns} logs --all-containers --prefix -l '' --ignore-errors`; delete with `kubectl delete namespace {ns}`",
+                c.full_name()
+            );
+        }
+    }
+    result
 }

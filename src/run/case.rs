@@ -11,72 +11,19 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, LogParams};
 use kube::runtime::watcher;
-use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::cluster::{CaseApi, ClusterError};
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{Action, ActionKind, Input, NewInstance, Observer, Recording, Timeline, WatchKind};
+use crate::results::{Attempt, AttemptStatus, Cleanup};
 use crate::suite::{LoadedCase, Step};
-
-/// How one attempt of a case ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum AttemptStatus {
-    Passed,
-    Failed,
-    /// The harness could not run the case (API error, bad recording).
-    Error,
-    Interrupted,
-}
-
-/// What cleanup did for the case namespace.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Cleanup {
-    pub namespace: Option<String>,
-    pub deleted: bool,
-    pub kept: bool,
-    /// Set when the namespace could not be deleted or was still there at the deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub leftover: Option<String>,
-}
-
-/// One attempt of a case.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Attempt {
-    pub status: AttemptStatus,
-    pub verdicts: Vec<Verdict>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub started: Timestamp,
-    pub duration_s: f64,
-    pub api_requests: u64,
-    pub cleanup: Cleanup,
-    #[serde(skip)]
-    pub timeline: Option<Timeline>,
-}
-
-/// The first thing that went wrong in an attempt: its error, else the first verdict that did
-/// not pass (empty when all passed).
-pub fn first_problem(a: Option<&Attempt>) -> String {
-    let Some(a) = a else { return String::new() };
-    if let Some(e) = &a.error {
-        return e.clone();
-    }
-    a.verdicts
-        .iter()
-        .find(|v| v.outcome != Outcome::Pass)
-        .map(|v| v.evidence.clone())
-        .unwrap_or_default()
-}
 
 /// Shared state of a run that cases need.
 #[derive(Clone)]
 pub struct CaseEnv {
     /// Node / runtime pinning injected into every pod.
-    pub target: super::Target,
+    pub target: crate::cluster::Target,
     pub run_id: String,
     pub images: std::collections::BTreeMap<String, String>,
     pub cleanup_timeout: Duration,

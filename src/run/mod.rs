@@ -2,7 +2,6 @@
 //! → judge → cleanup (always, Ctrl-C included) → reports.
 
 pub mod case;
-pub mod stats;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -11,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use jiff::Timestamp;
-use serde::{Deserialize, Serialize};
 
+use crate::cluster::Target;
 use crate::cluster::{Cluster, ConnectOptions, Fingerprint};
+use crate::results::{AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
 use crate::suite::{LoadedCase, Suite};
-use case::{Attempt, AttemptStatus, CaseEnv};
+use case::CaseEnv;
 
 /// Everything `podlife run` was asked to do, validated.
 #[derive(Clone, Debug)]
@@ -52,137 +52,6 @@ pub struct RunOptions {
     pub target: Target,
 }
 
-/// What is being certified on a mixed cluster: injected into every case's pod.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Target {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub node_selector: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runtime_class: Option<String>,
-}
-
-impl Target {
-    pub fn is_empty(&self) -> bool {
-        self.node.is_none() && self.node_selector.is_empty() && self.runtime_class.is_none()
-    }
-
-    /// Sets nodeName, merges nodeSelector and sets runtimeClassName in a pod manifest.
-    pub fn apply(&self, pod: &mut serde_json::Value) {
-        let Some(spec) = pod.get_mut("spec").and_then(|s| s.as_object_mut()) else {
-            return;
-        };
-        if let Some(n) = &self.node {
-            spec.insert("nodeName".into(), serde_json::Value::String(n.clone()));
-        }
-        if !self.node_selector.is_empty() {
-            let sel = spec.entry("nodeSelector").or_insert_with(|| serde_json::json!({}));
-            if let Some(obj) = sel.as_object_mut() {
-                for (k, v) in &self.node_selector {
-                    obj.insert(k.clone(), serde_json::Value::String(v.clone()));
-                }
-            }
-        }
-        if let Some(rc) = &self.runtime_class {
-            spec.insert("runtimeClassName".into(), serde_json::Value::String(rc.clone()));
-        }
-    }
-}
-
-/// Final status of a case over its attempts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum CaseStatus {
-    Passed,
-    /// Passed after failing at least once.
-    Flaky,
-    Failed,
-    Error,
-    Ignored,
-    Interrupted,
-}
-
-/// Everything reported about one case.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CaseReport {
-    pub suite: String,
-    pub suite_file: String,
-    pub case: String,
-    pub description: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference: Option<String>,
-    pub tags: Vec<String>,
-    /// Upstream conformance testnames this case certifies.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub upstream: Vec<String>,
-    pub status: CaseStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ignore_reason: Option<String>,
-    /// Every attempt, the last one deciding the status.
-    pub attempts: Vec<Attempt>,
-    /// Attempts per repetition (`--repeat`), retries included.
-    #[serde(default)]
-    pub repetitions: Vec<usize>,
-    /// Share of repetitions that passed.
-    #[serde(default)]
-    pub pass_rate: f64,
-    /// min/median/max of every measured gap and interval over the repetitions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub measurements: Vec<stats::MeasureStats>,
-    /// The node the pod ran on (last attempt).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<String>,
-    /// Path of the timeline JSON (relative to the report folder).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline_file: Option<String>,
-    #[serde(skip)]
-    pub timeline: Option<crate::observe::Timeline>,
-}
-
-impl CaseReport {
-    pub fn full_name(&self) -> String {
-        format!("{}::{}", self.suite, self.case)
-    }
-    pub fn last(&self) -> Option<&Attempt> {
-        self.attempts.last()
-    }
-}
-
-/// The summary JSON of a run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunSummary {
-    pub run_id: String,
-    pub started: Timestamp,
-    pub finished: Timestamp,
-    pub fingerprint: Fingerprint,
-    pub passed: usize,
-    pub flaky: usize,
-    pub failed: usize,
-    pub errors: usize,
-    pub ignored: usize,
-    pub interrupted: bool,
-    /// Namespaces that could not be cleaned up.
-    pub leftovers: Vec<String>,
-    /// Repetitions per case.
-    #[serde(default = "one")]
-    pub repeat: u32,
-    /// Per-area certification of the fingerprinted node.
-    #[serde(default)]
-    pub certification: Vec<stats::AreaResult>,
-    /// Upstream conformance behaviours this run certified.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<stats::UpstreamResult>,
-    pub cases: Vec<CaseReport>,
-}
-
-fn one() -> u32 {
-    1
-}
-
 /// A short, unique, DNS-safe run id.
 pub fn new_run_id() -> String {
     let nanos = Timestamp::now().as_nanosecond() as u128;
@@ -196,21 +65,24 @@ pub fn new_run_id() -> String {
     s
 }
 
-/// Runs the selected cases and writes the reports. Returns the process exit code.
-pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
+/// `run --list`: the selected cases in libtest's `--list` format.
+pub fn list(opts: &RunOptions, suites: &[Suite]) -> ExitCode {
+    let trials = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .map(|c| libtest_mimic::Trial::test(c.full_name(), || Ok(())))
+        .collect();
+    let _ = libtest_mimic::run(&libtest_args(opts), trials);
+    ExitCode::SUCCESS
+}
+
+/// Runs the selected cases. Returns what happened (the caller writes the reports), or the exit
+/// code of an error that stopped the run before any case (already printed).
+pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode> {
     let cases: Vec<(Suite, LoadedCase)> = suites
         .iter()
         .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
         .collect();
-    let args = libtest_args(&opts);
-    if opts.list {
-        let trials = cases
-            .iter()
-            .map(|(_, c)| libtest_mimic::Trial::test(c.full_name(), || Ok(())))
-            .collect();
-        let _ = libtest_mimic::run(&args, trials);
-        return ExitCode::SUCCESS;
-    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -219,7 +91,7 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
     let run_id = new_run_id();
@@ -228,7 +100,7 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
         Some(dir) => {
             if !dir.is_dir() {
                 eprintln!("error: --replay {}: no such directory", dir.display());
-                return ExitCode::from(2);
+                return Err(ExitCode::from(2));
             }
             let fp = replay_fingerprint(dir);
             execute(&opts, cases, Source::Replay(dir.clone()), fp, run_id, started, &rt)
@@ -238,22 +110,21 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> ExitCode {
                 Ok(c) => c,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return Err(ExitCode::from(2));
                 }
             };
             match run_live(&opts, cases, cluster, run_id, &rt) {
                 Ok(o) => o,
                 Err(e) => {
                     eprintln!("error: {e}");
-                    return ExitCode::from(2);
+                    return Err(ExitCode::from(2));
                 }
             }
         }
     };
-    let code = outcome.exit_code();
     // Do not block on streams that a stuck server keeps open.
     rt.shutdown_timeout(Duration::from_secs(1));
-    code
+    Ok(outcome)
 }
 
 /// Preflight, then run every case against the cluster. A preflight failure touches nothing.
@@ -493,76 +364,11 @@ pub fn execute(
         cases,
     };
     let report_dir = opts.reports_dir.join(&run_id);
-    let mut summary = summary;
-    match crate::report::write_all(&report_dir, opts.junit.as_deref(), &mut summary) {
-        Ok(paths) => {
-            if !opts.quiet {
-                println!("reports: {}", paths.join(", "));
-            }
-        }
-        Err(e) => eprintln!("error: writing reports: {e}"),
-    }
-    for l in &summary.leftovers {
-        eprintln!("leftover: {l}");
-    }
-    if let Some(u) = &summary.upstream
-        && !opts.quiet
-    {
-        println!(
-            "upstream conformance behaviours certified: {} of {} applicable",
-            u.certified.len(),
-            u.applicable
-        );
-    }
-    if opts.certify {
-        let node = match &summary.fingerprint.nodes[..] {
-            [n] => format!(
-                "node {} ({}, kubelet {})",
-                n.name, n.container_runtime_version, n.kubelet_version
-            ),
-            _ => "the cluster".to_string(),
-        };
-        print!("{}", stats::certification_table(&summary.certification, &node));
-    }
-    for c in &summary.cases {
-        if let Some(a) = c.last()
-            && a.cleanup.kept
-            && let Some(ns) = &a.cleanup.namespace
-        {
-            eprintln!(
-                "kept namespace {ns} of failed case {}: inspect with `kubectl -n {ns} get pods,events` and `kubectl -n {ns} logs --all-containers --prefix -l '' --ignore-errors`; delete with `kubectl delete namespace {ns}`",
-                c.full_name()
-            );
-        }
-    }
     RunOutcome {
         any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(),
         summary,
         report_dir,
     }
-}
-
-/// The message libtest-mimic prints for a failed case: failing verdicts, then the error.
-pub fn failure_message(r: &CaseReport) -> String {
-    let Some(a) = r.last() else { return "no attempt".into() };
-    let mut out = String::new();
-    if let Some(e) = &a.error {
-        out.push_str(&format!("error: {e}\n"));
-    }
-    for v in &a.verdicts {
-        if v.outcome != crate::judge::Outcome::Pass {
-            let tag = if v.outcome == crate::judge::Outcome::Fail {
-                "FAIL"
-            } else {
-                "UNDECIDED"
-            };
-            out.push_str(&format!("{tag} {}: {}\n", v.kind, v.evidence));
-        }
-    }
-    if r.attempts.len() > 1 {
-        out.push_str(&format!("({} attempts)\n", r.attempts.len()));
-    }
-    out
 }
 
 fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source) -> (bool, Option<String>) {

@@ -3,6 +3,7 @@
 pub mod load;
 pub mod model;
 pub mod types;
+pub mod upstream;
 
 pub use load::{ContainerInfo, ContainerKind, Diag, LoadedCase, Suite, load_suites};
 pub use model::*;

@@ -3,8 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::case::{Attempt, AttemptStatus};
-use super::{CaseReport, CaseStatus};
+use super::{Attempt, AttemptStatus, CaseReport, CaseStatus};
 
 /// One measured quantity of a case (a gap, or one back-off interval) over its repetitions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,44 @@
+//! Node and runtime targeting (`Target`): what a run pins every case's pod to on a mixed cluster.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What is being certified on a mixed cluster: injected into every case's pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Target {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_class: Option<String>,
+}
+
+impl Target {
+    pub fn is_empty(&self) -> bool {
+        self.node.is_none() && self.node_selector.is_empty() && self.runtime_class.is_none()
+    }
+
+    /// Sets nodeName, merges nodeSelector and sets runtimeClassName in a pod manifest.
+    pub fn apply(&self, pod: &mut serde_json::Value) {
+        let Some(spec) = pod.get_mut("spec").and_then(|s| s.as_object_mut()) else {
+            return;
+        };
+        if let Some(n) = &self.node {
+            spec.insert("nodeName".into(), serde_json::Value::String(n.clone()));
+        }
+        if !self.node_selector.is_empty() {
+            let sel = spec.entry("nodeSelector").or_insert_with(|| serde_json::json!({}));
+            if let Some(obj) = sel.as_object_mut() {
+                for (k, v) in &self.node_selector {
+                    obj.insert(k.clone(), serde_json::Value::String(v.clone()));
+                }
+            }
+        }
+        if let Some(rc) = &self.runtime_class {
+            spec.insert("runtimeClassName".into(), serde_json::Value::String(rc.clone()));
+        }
+    }
+}

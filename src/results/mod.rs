@@ -1,0 +1,179 @@
+//! The result model of a run (`RunSummary`, `CaseReport`, `Attempt`): what the runner produces
+//! and the reporters consume, so `run` and `report` never import each other.
+
+pub mod stats;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::Fingerprint;
+use crate::judge::{Outcome, Verdict};
+use crate::observe::Timeline;
+
+/// How one attempt of a case ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum AttemptStatus {
+    Passed,
+    Failed,
+    /// The harness could not run the case (API error, bad recording).
+    Error,
+    Interrupted,
+}
+
+/// What cleanup did for the case namespace.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Cleanup {
+    pub namespace: Option<String>,
+    pub deleted: bool,
+    pub kept: bool,
+    /// Set when the namespace could not be deleted or was still there at the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leftover: Option<String>,
+}
+
+/// One attempt of a case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub status: AttemptStatus,
+    pub verdicts: Vec<Verdict>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started: Timestamp,
+    pub duration_s: f64,
+    pub api_requests: u64,
+    pub cleanup: Cleanup,
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
+}
+
+/// The first thing that went wrong in an attempt: its error, else the first verdict that did
+/// not pass (empty when all passed).
+pub fn first_problem(a: Option<&Attempt>) -> String {
+    let Some(a) = a else { return String::new() };
+    if let Some(e) = &a.error {
+        return e.clone();
+    }
+    a.verdicts
+        .iter()
+        .find(|v| v.outcome != Outcome::Pass)
+        .map(|v| v.evidence.clone())
+        .unwrap_or_default()
+}
+
+/// Final status of a case over its attempts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CaseStatus {
+    Passed,
+    /// Passed after failing at least once.
+    Flaky,
+    Failed,
+    Error,
+    Ignored,
+    Interrupted,
+}
+
+/// Everything reported about one case.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseReport {
+    pub suite: String,
+    pub suite_file: String,
+    pub case: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    pub tags: Vec<String>,
+    /// Upstream conformance testnames this case certifies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<String>,
+    pub status: CaseStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_reason: Option<String>,
+    /// Every attempt, the last one deciding the status.
+    pub attempts: Vec<Attempt>,
+    /// Attempts per repetition (`--repeat`), retries included.
+    #[serde(default)]
+    pub repetitions: Vec<usize>,
+    /// Share of repetitions that passed.
+    #[serde(default)]
+    pub pass_rate: f64,
+    /// min/median/max of every measured gap and interval over the repetitions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measurements: Vec<stats::MeasureStats>,
+    /// The node the pod ran on (last attempt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Path of the timeline JSON (relative to the report folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline_file: Option<String>,
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
+}
+
+impl CaseReport {
+    pub fn full_name(&self) -> String {
+        format!("{}::{}", self.suite, self.case)
+    }
+    pub fn last(&self) -> Option<&Attempt> {
+        self.attempts.last()
+    }
+}
+
+/// The summary JSON of a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub run_id: String,
+    pub started: Timestamp,
+    pub finished: Timestamp,
+    pub fingerprint: Fingerprint,
+    pub passed: usize,
+    pub flaky: usize,
+    pub failed: usize,
+    pub errors: usize,
+    pub ignored: usize,
+    pub interrupted: bool,
+    /// Namespaces that could not be cleaned up.
+    pub leftovers: Vec<String>,
+    /// Repetitions per case.
+    #[serde(default = "one")]
+    pub repeat: u32,
+    /// Per-area certification of the fingerprinted node.
+    #[serde(default)]
+    pub certification: Vec<stats::AreaResult>,
+    /// Upstream conformance behaviours this run certified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<stats::UpstreamResult>,
+    pub cases: Vec<CaseReport>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// The message libtest-mimic prints for a failed case: failing verdicts, then the error.
+pub fn failure_message(r: &CaseReport) -> String {
+    let Some(a) = r.last() else { return "no attempt".into() };
+    let mut out = String::new();
+    if let Some(e) = &a.error {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    for v in &a.verdicts {
+        if v.outcome != Outcome::Pass {
+            let tag = if v.outcome == Outcome::Fail {
+                "FAIL"
+            } else {
+                "UNDECIDED"
+            };
+            out.push_str(&format!("{tag} {}: {}\n", v.kind, v.evidence));
+        }
+    }
+    if r.attempts.len() > 1 {
+        out.push_str(&format!("({} attempts)\n", r.attempts.len()));
+    }
+    out
+}
