@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 pub mod marks;
+pub mod status;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -111,6 +112,9 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::Log(l) => log(l, tl),
         Expectation::Backoff(b) => backoff(b, tl),
         Expectation::Never(n) => never(case, n, tl),
+        Expectation::Statuses(seq) => status::statuses(seq, tl),
+        Expectation::StatusRow(r) => status::status_row(r, tl),
+        Expectation::QosClass(q) => status::qos_class(*q, tl),
     };
     Verdict {
         index,

@@ -2,8 +2,10 @@
 
 pub mod observer;
 pub mod recording;
+pub mod status;
 pub mod timeline;
 
 pub use observer::{Input, NewInstance, Observer, WatchKind};
 pub use recording::Recording;
+pub use status::{PodRow, pod_row};
 pub use timeline::*;
