@@ -135,11 +135,19 @@ pub(super) fn statuses(want: &[String], tl: &Timeline) -> J {
         }
         match skip_evidence(tl, w) {
             Some(why) => skipped.push(format!("{w} not in the watch but {why}")),
-            None if settled => {
-                let at = seen.get(k).map(|(t, s)| format!(" ({t} at {})", hms(s.received)));
+            None if settled && texts[k..].contains(&w.as_str()) => {
+                let (t, s) = &seen[k];
                 return fail(format!(
-                    "statuses: {shown}: {w} expected{} and never shown",
-                    at.map_or(String::new(), |a| format!(" before{a}"))
+                    "statuses: {shown}: {w} expected next, but {t} was shown first (at {})",
+                    hms(s.received)
+                ));
+            }
+            None if settled => {
+                let next = seen
+                    .get(k)
+                    .map_or(String::new(), |(t, s)| format!(" (next shown: {t} at {})", hms(s.received)));
+                return fail(format!(
+                    "statuses: {shown}: {w} expected and never shown, and nothing else shows the pod was in it{next}"
                 ));
             }
             None => return undecided(format!("statuses: {shown} so far ({w} not seen yet)")),
