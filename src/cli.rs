@@ -91,9 +91,18 @@ pub struct RunArgs {
     /// Kubeconfig context (default: the current one).
     #[arg(long)]
     pub context: Option<String>,
-    /// Bound on waiting for a case namespace to be deleted.
+    /// Bound on the whole cleanup of a case namespace (the DELETE request included), and on the
+    /// end-of-run sweep.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub cleanup_timeout: std::time::Duration,
+    /// Bound on each API request (create, apply, patch, delete); a server that never answers
+    /// cannot hang the run.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// How long the API server may be unavailable (restart, outage, 429/5xx) before cases give up
+    /// on it: cases not started yet wait, streams ride through.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub api_outage_budget: std::time::Duration,
     /// Observation tail after the last step, for late watch events.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub settle: std::time::Duration,
@@ -455,6 +464,8 @@ fn run_cmd(args: RunArgs) -> ExitCode {
             context: args.context,
         },
         cleanup_timeout: args.cleanup_timeout,
+        request_timeout: args.request_timeout,
+        api_outage_budget: args.api_outage_budget,
         settle: args.settle,
         quiet: args.quiet,
         logfile: args.logfile,
@@ -467,6 +478,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
             node_selector: args.node_selector.into_iter().collect(),
             runtime_class: args.runtime_class,
         },
+        panic_in_case: None,
     };
     // libtest-mimic panics on a logfile it cannot create: check it here and say so instead.
     if let Some(p) = &opts.logfile {
