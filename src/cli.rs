@@ -504,6 +504,12 @@ fn run_cmd(args: RunArgs) -> ExitCode {
     if opts.list {
         return crate::run::list(&opts, &suites);
     }
+    // A run whose reports cannot be written certifies nothing anyone can read: find out before
+    // touching the cluster, not after a 20-minute run.
+    if let Err(e) = check_writable(&opts.reports_dir, opts.junit.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
     let mut outcome = match crate::run::run(opts, suites) {
         Ok(o) => o,
@@ -519,10 +525,37 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         &mut outcome.summary,
     );
     match published {
-        // A run whose reports are missing has certified nothing anyone can read.
-        Err(_) if !outcome.summary.interrupted => ExitCode::from(2),
-        _ => outcome.exit_code(),
+        // A run whose reports are missing has certified nothing anyone can read (the error,
+        // naming the path, is printed already).
+        Err(_) => ExitCode::from(2),
+        Ok(()) => outcome.exit_code(),
     }
+}
+
+/// Checks the report folder can be created and the `--junit` file opened for writing (without
+/// truncating an existing one). The error names the path.
+fn check_writable(reports: &std::path::Path, junit: Option<&std::path::Path>) -> Result<(), String> {
+    std::fs::create_dir_all(reports).map_err(|e| format!("--reports {}: cannot create: {e}", reports.display()))?;
+    let probe = reports.join(format!(".podlife-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--reports {}: cannot write: {e}", reports.display()))?;
+    if let Some(p) = junit {
+        if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("--junit {}: cannot create {}: {e}", p.display(), parent.display()))?;
+        }
+        let existed = p.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .map_err(|e| format!("--junit {}: cannot write: {e}", p.display()))?;
+        // An empty file would read as a broken JUnit report if the run stops before writing it.
+        if !existed {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(())
 }
 
 fn images_cmd(args: ImagesArgs) -> ExitCode {

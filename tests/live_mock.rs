@@ -453,7 +453,12 @@ fn preexisting_namespace_with_podlifes_name_is_an_error_and_never_deleted() {
     assert!(err.contains("409") && err.contains("not created by this run"), "{err}");
     assert!(!c.last().unwrap().cleanup.deleted);
     let f = e.fake.lock().unwrap();
-    assert_eq!(f.count(&format!("DELETE /api/v1/namespaces/{ns}")), 0, "{:#?}", f.requests);
+    assert_eq!(
+        f.count(&format!("DELETE /api/v1/namespaces/{ns}")),
+        0,
+        "{:#?}",
+        f.requests
+    );
     assert_eq!(f.count("PATCH"), 0, "nothing applied into someone else's namespace");
     assert!(f.namespace_exists(ns));
     assert_eq!(out.summary.errors, 1);
@@ -502,7 +507,12 @@ fn two_suites_with_a_same_named_case_run_concurrently_in_their_own_namespaces() 
         "podlife-testrun1-alpha-restart-never-success",
         "podlife-testrun1-beta-restart-never-success",
     ] {
-        assert_eq!(f.count(&format!("DELETE /api/v1/namespaces/{ns}?")), 1, "{:#?}", f.requests);
+        assert_eq!(
+            f.count(&format!("DELETE /api/v1/namespaces/{ns}?")),
+            1,
+            "{:#?}",
+            f.requests
+        );
         assert!(f.namespace_labels.contains_key(ns));
     }
     assert_eq!(f.count("POST /api/v1/namespaces?"), 2);
@@ -615,7 +625,10 @@ fn a_case_that_panics_is_an_error_in_every_report() {
     let area = &out.summary.certification[0];
     assert_eq!(area.verdict, podlife::results::stats::AreaVerdict::Undecided);
     let up = out.summary.upstream.as_ref().unwrap();
-    assert!(up.certified.is_empty() && up.undecided == ["some upstream test"], "{up:?}");
+    assert!(
+        up.certified.is_empty() && up.undecided == ["some upstream test"],
+        "{up:?}"
+    );
 }
 
 #[test]

@@ -389,7 +389,6 @@ impl Cluster {
             .map_err(|e| api_err("create selfsubjectaccessreviews", &e))?;
         Ok(r.status.is_some_and(|s| s.allowed))
     }
-
 }
 
 /// A namespace carrying podlife's labels.
@@ -656,8 +655,10 @@ impl CaseApi {
         let what = format!("apply pod {}/{name}", self.namespace);
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         let patch = Patch::Apply(&pod);
-        self.retrying(outage_budget, || self.call(&what, None, true, api.patch(&name, &pp, &patch)))
-            .await?;
+        self.retrying(outage_budget, || {
+            self.call(&what, None, true, api.patch(&name, &pp, &patch))
+        })
+        .await?;
         Ok(name)
     }
 
@@ -703,10 +704,15 @@ impl CaseApi {
         let what = format!("delete namespace {}", self.namespace);
         let mut pause = FIRST_RETRY_PAUSE;
         loop {
-            match self.call(&what, Some(deadline), false, api.delete(&self.namespace, &dp)).await {
+            match self
+                .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
+                .await
+            {
                 Ok(_) => break,
                 // Gone already, or replaced by a namespace that is not ours (UID precondition).
-                Err(ClusterError::Api { code: Some(404 | 409), .. }) => return Ok(true),
+                Err(ClusterError::Api {
+                    code: Some(404 | 409), ..
+                }) => return Ok(true),
                 Err(e) if e.is_transient() => {
                     if tokio::time::Instant::now() + pause >= deadline {
                         return Err(e);
@@ -730,7 +736,10 @@ impl CaseApi {
                 Ok(Ok(_)) => return Ok(true),
                 Err(_) => return Ok(false),
                 Ok(Err(_)) => {
-                    if tokio::time::timeout_at(deadline, tokio::time::sleep(pause)).await.is_err() {
+                    if tokio::time::timeout_at(deadline, tokio::time::sleep(pause))
+                        .await
+                        .is_err()
+                    {
                         return Ok(false);
                     }
                     pause = (pause * 2).min(MAX_RETRY_PAUSE);

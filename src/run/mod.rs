@@ -579,7 +579,9 @@ async fn sweep(
             }
         }
         // Without the list, the registry is all we know: say so only if something may be lost.
-        Ok(Err(e)) => leftovers.push(format!("could not list this run's namespaces to check for leftovers: {e}")),
+        Ok(Err(e)) => leftovers.push(format!(
+            "could not list this run's namespaces to check for leftovers: {e}"
+        )),
         Err(_) => leftovers.push("could not list this run's namespaces to check for leftovers: no answer".into()),
     }
     let deletes = todo.into_iter().map(|(ns, uid)| {

@@ -361,11 +361,7 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
             let mut s = st.lock().unwrap();
             if s.namespace_exists(&name) {
-                return status(
-                    409,
-                    "AlreadyExists",
-                    &format!("namespaces \"{name}\" already exists"),
-                );
+                return status(409, "AlreadyExists", &format!("namespaces \"{name}\" already exists"));
             }
             s.namespace_labels
                 .insert(name.clone(), body["metadata"]["labels"].clone());
@@ -494,10 +490,13 @@ fn ns_object(name: &str, ns: &Ns, terminating: bool) -> Value {
 
 /// Whether labels match a selector of `key`, `key=value` terms joined by commas.
 fn selector_matches(selector: &str, labels: &Value) -> bool {
-    selector.split(',').filter(|t| !t.is_empty()).all(|term| match term.split_once('=') {
-        Some((k, v)) => labels[k].as_str() == Some(v),
-        None => labels.get(term).is_some(),
-    })
+    selector
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .all(|term| match term.split_once('=') {
+            Some((k, v)) => labels[k].as_str() == Some(v),
+            None => labels.get(term).is_some(),
+        })
 }
 
 async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, watch: bool) -> Response<RespBody> {
