@@ -36,7 +36,13 @@ fn all_timelines() -> Vec<(String, String, PathBuf)> {
         }
         for f in std::fs::read_dir(&dir).unwrap() {
             let f = f.unwrap().path();
-            let name = f.file_name().unwrap().to_str().unwrap().trim_end_matches(".json.gz").to_string();
+            let name = f
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .trim_end_matches(".json.gz")
+                .to_string();
             let (suite, case) = name.split_once("__").unwrap();
             out.push((
                 run.file_name().unwrap().to_str().unwrap().to_string(),
@@ -70,7 +76,12 @@ fn every_live_timeline_passes_with_the_current_suites() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} verdicts not passing:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} verdicts not passing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The built-in case `full` (`suite::case`).
@@ -118,17 +129,28 @@ fn skipped_running_phase_passes_only_when_the_container_really_ran() {
     let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &tl);
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     assert!(v.evidence.contains("Running not shown by the API"), "{}", v.evidence);
-    assert!(v.evidence.contains("`main` ran: 32 log line(s) from 03:43:36.177"), "{}", v.evidence);
+    assert!(
+        v.evidence.contains("`main` ran: 32 log line(s) from 03:43:36.177"),
+        "{}",
+        v.evidence
+    );
     // What the API really showed passes too, exactly.
     let v = judge_one(full, "- phases: [Pending, Succeeded]", &tl);
-    assert_eq!((v.outcome, v.evidence.as_str()), (Outcome::Pass, "phases Pending → Succeeded"));
+    assert_eq!(
+        (v.outcome, v.evidence.as_str()),
+        (Outcome::Pass, "phases Pending → Succeeded")
+    );
 
     // Without its logs, the terminated state's real startedAt still proves the run.
     let mut no_logs = tl.clone();
     no_logs.logs.clear();
     let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &no_logs);
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
-    assert!(v.evidence.contains("`main`#0 ran: startedAt 03:43:36"), "{}", v.evidence);
+    assert!(
+        v.evidence.contains("`main`#0 ran: startedAt 03:43:36"),
+        "{}",
+        v.evidence
+    );
 
     // The epoch placeholder of a container that failed to start is no proof.
     let mut epoch = no_logs.clone();
@@ -143,7 +165,12 @@ fn skipped_running_phase_passes_only_when_the_container_really_ran() {
     never_ran(&mut ghost);
     let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &ghost);
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
-    assert!(v.evidence.contains("Running not observed and nothing proves it happened"), "{}", v.evidence);
+    assert!(
+        v.evidence
+            .contains("Running not observed and nothing proves it happened"),
+        "{}",
+        v.evidence
+    );
     // ... and while the observation runs (logs may still come) it is undecided, not failed.
     ghost.complete = false;
     let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &ghost);
@@ -170,7 +197,8 @@ fn skipped_initialized_false_passes_only_when_init_containers_really_ran() {
     assert_eq!(judge_one(full, expect, &tl).outcome, Outcome::Pass);
     // As if the kubelet's first status write came after the init containers completed.
     for s in &mut tl.snapshots {
-        s.conditions.retain(|c| !(c.r#type == "Initialized" && c.status == "False"));
+        s.conditions
+            .retain(|c| !(c.r#type == "Initialized" && c.status == "False"));
     }
     let v = judge_one(full, expect, &tl);
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
@@ -186,7 +214,11 @@ fn skipped_initialized_false_passes_only_when_init_containers_really_ran() {
     for s in &mut no_ready.snapshots {
         s.conditions.retain(|c| !(c.r#type == "Ready" && c.status == "True"));
     }
-    let v = judge_one(full, "- condition: {type: Ready, sequence: [False, True, False]}", &no_ready);
+    let v = judge_one(
+        full,
+        "- condition: {type: Ready, sequence: [False, True, False]}",
+        &no_ready,
+    );
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
     // No init container ran: no proof, fail.
     never_ran(&mut tl);

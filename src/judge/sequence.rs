@@ -65,13 +65,7 @@ fn skippable(subject: Subject, want: &[String], i: usize, tl: &Timeline) -> Opti
 }
 
 /// Matches `seen` against `want`. `settled`: no later state can be added to `seen`.
-pub fn match_sequence(
-    subject: Subject,
-    want: &[String],
-    seen: &[String],
-    tl: &Timeline,
-    settled: bool,
-) -> SeqMatch {
+pub fn match_sequence(subject: Subject, want: &[String], seen: &[String], tl: &Timeline, settled: bool) -> SeqMatch {
     if seen == want {
         return SeqMatch::Exact;
     }
@@ -105,7 +99,13 @@ pub fn match_sequence(
             if proofs.iter().all(|(_, p)| p.is_some()) {
                 return SeqMatch::Skipped(proofs.into_iter().map(|(s, p)| (s, p.unwrap_or_default())).collect());
             }
-            unproven.get_or_insert_with(|| proofs.into_iter().filter(|(_, p)| p.is_none()).map(|(s, _)| s).collect());
+            unproven.get_or_insert_with(|| {
+                proofs
+                    .into_iter()
+                    .filter(|(_, p)| p.is_none())
+                    .map(|(s, _)| s)
+                    .collect()
+            });
         } else if cand.len() > seen.len() && cand[..seen.len()].iter().copied().eq(seen.iter()) {
             prefix = true;
         }
