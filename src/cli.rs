@@ -542,7 +542,8 @@ fn check_writable(reports: &std::path::Path, junit: Option<&std::path::Path>) ->
         .map_err(|e| format!("--reports {}: cannot write: {e}", reports.display()))?;
     if let Some(p) = junit {
         if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("--junit {}: cannot create {}: {e}", p.display(), parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("--junit {}: cannot create {}: {e}", p.display(), parent.display()))?;
         }
         let existed = p.exists();
         std::fs::OpenOptions::new()

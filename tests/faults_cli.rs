@@ -76,7 +76,11 @@ fn unwritable_reports_exit_2_naming_the_path() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(path), "{args:?}: {stderr}");
-        assert_eq!(stderr.lines().filter(|l| l.starts_with("error:")).count(), 1, "{stderr}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{stderr}"
+        );
     }
     // A read-only --junit file: same.
     #[cfg(unix)]
@@ -113,7 +117,12 @@ fn include_ignored_reports_a_case_once() {
         args.extend(["--reports", r.as_str()]);
         args.extend(extra.iter().copied());
         let out = podlife(d.path(), &args);
-        let run = std::fs::read_dir(reports.path()).unwrap().next().unwrap().unwrap().path();
+        let run = std::fs::read_dir(reports.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let summary: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
         let names: Vec<&str> = summary["cases"]
@@ -228,5 +237,8 @@ fn sigterm_stops_the_run_with_143() {
     let mut stderr = String::new();
     child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}: {stderr}");
-    assert!(stderr.contains("interrupted by SIGTERM before any case started"), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGTERM before any case started"),
+        "{stderr}"
+    );
 }
