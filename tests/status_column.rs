@@ -9,7 +9,9 @@ use podlife::observe::{PodRow, Recording, Snapshot, State, Timeline, pod_row};
 use podlife::suite::ContainerKind;
 
 fn tl(name: &str) -> Timeline {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings").join(name);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/recordings")
+        .join(name);
     Recording::read(&dir).unwrap().timeline()
 }
 
@@ -44,7 +46,13 @@ fn phase_is_the_status_before_any_container_status() {
     let t = tl("restart-never-success");
     let first = &t.snapshots[0];
     assert!(first.containers.is_empty());
-    assert_eq!(row(&t, first), PodRow { ready: "0/1".into(), status: "Pending".into() });
+    assert_eq!(
+        row(&t, first),
+        PodRow {
+            ready: "0/1".into(),
+            status: "Pending".into()
+        }
+    );
 }
 
 #[test]
@@ -76,12 +84,22 @@ fn init_progress_is_index_over_spec_count() {
     let t = tl("init-ordering");
     assert_eq!(
         statuses(&t),
-        ["Pending", "Init:0/3", "Init:1/3", "Init:2/3", "PodInitializing", "Running", "Completed"]
+        [
+            "Pending",
+            "Init:0/3",
+            "Init:1/3",
+            "Init:2/3",
+            "PodInitializing",
+            "Running",
+            "Completed"
+        ]
     );
     // A running init container is still `Init:i/M` (default branch), not its state.
     let s = shown(&t, "Init:1/3");
-    assert!(t.snapshots.iter().any(|x| row(&t, x).status == "Init:1/3"
-        && matches!(x.container("init-2").unwrap().state, State::Running { .. })));
+    assert!(
+        t.snapshots.iter().any(|x| row(&t, x).status == "Init:1/3"
+            && matches!(x.container("init-2").unwrap().state, State::Running { .. }))
+    );
     assert_eq!(row(&t, s).ready, "0/1");
 }
 
@@ -122,7 +140,10 @@ fn init_without_reason_shows_signal_or_exit_code() {
 #[test]
 fn started_sidecar_is_skipped_and_counts_in_ready() {
     let t = tl("sidecar-native");
-    assert_eq!(statuses(&t), ["Pending", "Init:0/1", "PodInitializing", "Running", "Completed"]);
+    assert_eq!(
+        statuses(&t),
+        ["Pending", "Init:0/1", "PodInitializing", "Running", "Completed"]
+    );
     // READY counts the sidecar: 1/2 while main initializes, 2/2 running.
     assert_eq!(row(&t, shown(&t, "PodInitializing")).ready, "1/2");
     assert_eq!(row(&t, shown(&t, "Running")).ready, "2/2");
@@ -165,10 +186,14 @@ fn app_terminated_reasons() {
 fn app_without_reason_shows_signal_or_exit_code() {
     let t = tl("restart-never-fail");
     let mut s = t.snapshots.last().unwrap().clone();
-    let State::Terminated(term) = &mut s.containers[0].state else { panic!() };
+    let State::Terminated(term) = &mut s.containers[0].state else {
+        panic!()
+    };
     term.reason = None;
     assert_eq!(row(&t, &s).status, "ExitCode:7");
-    let State::Terminated(term) = &mut s.containers[0].state else { panic!() };
+    let State::Terminated(term) = &mut s.containers[0].state else {
+        panic!()
+    };
     term.signal = Some(15);
     assert_eq!(row(&t, &s).status, "Signal:15");
 }
@@ -195,8 +220,10 @@ fn main_done_sidecar_running(t: &Timeline) -> Snapshot {
     t.snapshots
         .iter()
         .find(|s| {
-            s.container("main").is_some_and(|c| matches!(c.state, State::Terminated(_)))
-                && s.container("sidecar").is_some_and(|c| matches!(c.state, State::Running { .. }))
+            s.container("main")
+                .is_some_and(|c| matches!(c.state, State::Terminated(_)))
+                && s.container("sidecar")
+                    .is_some_and(|c| matches!(c.state, State::Running { .. }))
         })
         .unwrap()
         .clone()
@@ -210,7 +237,13 @@ fn completed_with_a_running_container_is_running_when_ready_else_not_ready() {
     assert_eq!(s.condition("Ready").unwrap().status, "False");
     assert_eq!(row(&t, &s).status, "NotReady");
     s.conditions.iter_mut().find(|c| c.r#type == "Ready").unwrap().status = "True".into();
-    assert_eq!(row(&t, &s), PodRow { ready: "1/2".into(), status: "Running".into() });
+    assert_eq!(
+        row(&t, &s),
+        PodRow {
+            ready: "1/2".into(),
+            status: "Running".into()
+        }
+    );
 }
 
 #[test]
@@ -232,7 +265,10 @@ fn a_failed_container_wins_over_completed() {
 #[test]
 fn deletion_shows_terminating_unless_terminal() {
     let t = tl("prestop-exec-within-grace");
-    assert_eq!(statuses(&t), ["Pending", "ContainerCreating", "Running", "Terminating", "Completed"]);
+    assert_eq!(
+        statuses(&t),
+        ["Pending", "ContainerCreating", "Running", "Terminating", "Completed"]
+    );
     let term = shown(&t, "Terminating");
     assert!(term.deletion_timestamp.is_some());
     assert_eq!(term.phase.as_deref(), Some("Running"));

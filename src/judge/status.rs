@@ -6,6 +6,7 @@ use crate::suite::ContainerKind;
 use crate::suite::model::{QosClass, StatusRowExpect};
 
 use super::marks::{compile, hms};
+use super::sequence::{SeqMatch, Subject, match_sequence};
 use super::{J, fail, pass, undecided};
 
 /// Distinct consecutive STATUS texts, as `kubectl get pods -w` would print them (it prints a
@@ -30,9 +31,8 @@ pub fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
     let kind_of = |name: &str| tl.pod.containers.iter().find(|c| c.name == name).map(|c| c.kind);
     let is_init = |name: &str| matches!(kind_of(name), Some(ContainerKind::Init | ContainerKind::Sidecar));
     let is_app = |name: &str| kind_of(name) == Some(ContainerKind::Regular);
-    let ran = |name: &str| {
-        tl.instances_of(name).any(|i| i.started_at.is_some()) || tl.logs_of(name, None).next().is_some()
-    };
+    let ran =
+        |name: &str| tl.instances_of(name).any(|i| i.started_at.is_some()) || tl.logs_of(name, None).next().is_some();
     let (init, reason) = match status.strip_prefix("Init:") {
         Some(r) => (true, r),
         None => (false, status),
@@ -53,7 +53,12 @@ pub fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
                     .map(|c| format!("`{}` was created (it has an instance)", c.name));
             }
             "PodInitializing" => {
-                let inits: Vec<_> = tl.pod.containers.iter().filter(|c| c.kind == ContainerKind::Init).collect();
+                let inits: Vec<_> = tl
+                    .pod
+                    .containers
+                    .iter()
+                    .filter(|c| c.kind == ContainerKind::Init)
+                    .collect();
                 let all_done = !inits.is_empty()
                     && inits
                         .iter()
@@ -119,53 +124,31 @@ pub fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
 }
 
 pub(super) fn statuses(want: &[String], tl: &Timeline) -> J {
-    let seen = status_sequence(tl);
-    let texts: Vec<&str> = seen.iter().map(|(t, _)| t.as_str()).collect();
-    let shown = format!("expected [{}], observed [{}]", want.join(" → "), texts.join(" → "));
+    let seen: Vec<String> = status_sequence(tl).into_iter().map(|(t, _)| t).collect();
+    let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
     let settled = tl.settled();
-    let mut k = 0;
-    let mut skipped = vec![];
-    for w in want {
-        if k < texts.len() && texts[k] == w.as_str() {
-            k += 1;
-            continue;
+    // The same "what the API may skip" rules as `phases` (judge::sequence), with the STATUS
+    // column's own proofs.
+    match match_sequence(Subject::Status, want, &seen, tl, settled) {
+        SeqMatch::Exact if settled => pass(format!("statuses {}", seen.join(" → "))),
+        SeqMatch::Skipped(skips) if settled => {
+            let notes: Vec<String> = skips
+                .iter()
+                .map(|(s, proof)| format!("{s} not shown by the API (the kubelet batches status writes), but {proof}"))
+                .collect();
+            pass(format!("statuses {} ({shown}; {})", seen.join(" → "), notes.join("; ")))
         }
-        if k == texts.len() && !settled {
-            return undecided(format!("statuses: {shown} so far"));
-        }
-        match skip_evidence(tl, w) {
-            Some(why) => skipped.push(format!("{w} not in the watch but {why}")),
-            None if settled && texts[k..].contains(&w.as_str()) => {
-                let (t, s) = &seen[k];
-                return fail(format!(
-                    "statuses: {shown}: {w} expected next, but {t} was shown first (at {})",
-                    hms(s.received)
-                ));
-            }
-            None if settled => {
-                let next = seen
-                    .get(k)
-                    .map_or(String::new(), |(t, s)| format!(" (next shown: {t} at {})", hms(s.received)));
-                return fail(format!(
-                    "statuses: {shown}: {w} expected and never shown, and nothing else shows the pod was in it{next}"
-                ));
-            }
-            None => return undecided(format!("statuses: {shown} so far ({w} not seen yet)")),
-        }
+        SeqMatch::Exact | SeqMatch::Skipped(_) | SeqMatch::Prefix => undecided(format!("statuses: {shown} so far")),
+        SeqMatch::Unproven(u) if !tl.complete => undecided(format!(
+            "statuses: {shown}; waiting for proof that {} was shown",
+            u.join(", ")
+        )),
+        SeqMatch::Unproven(u) => fail(format!(
+            "statuses: {shown}; {} never shown and nothing else proves the pod was in it",
+            u.join(", ")
+        )),
+        SeqMatch::Mismatch => fail(format!("statuses: {shown}")),
     }
-    if k < texts.len() {
-        let (t, s) = &seen[k];
-        return fail(format!("statuses: {shown}: unexpected {t} at {}", hms(s.received)));
-    }
-    if !settled {
-        return undecided(format!("statuses: {shown} so far"));
-    }
-    let note = if skipped.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", skipped.join("; "))
-    };
-    pass(format!("statuses {}{note}", texts.join(" → ")))
 }
 
 pub(super) fn status_row(r: &StatusRowExpect, tl: &Timeline) -> J {
@@ -231,7 +214,11 @@ pub(super) fn status_row(r: &StatusRowExpect, tl: &Timeline) -> J {
             }
             if let Some(reason) = &c.reason {
                 let got = cs.state.reason().unwrap_or("none").to_string();
-                check(format!("{name} reason {reason}"), got == *reason, format!("{name} reason {got}"));
+                check(
+                    format!("{name} reason {reason}"),
+                    got == *reason,
+                    format!("{name} reason {got}"),
+                );
             }
             if let Some(code) = c.exit_code {
                 let got = match &cs.state {
@@ -274,7 +261,11 @@ pub(super) fn status_row(r: &StatusRowExpect, tl: &Timeline) -> J {
     };
     let msg = format!("STATUS {} {times}: {}", r.status, facts.join(", "));
     // A later snapshot showing it could still contradict the row.
-    if tl.settled() { pass(msg) } else { undecided(format!("{msg} so far")) }
+    if tl.settled() {
+        pass(msg)
+    } else {
+        undecided(format!("{msg} so far"))
+    }
 }
 
 pub(super) fn qos_class(q: QosClass, tl: &Timeline) -> J {

@@ -565,7 +565,11 @@ fn terminated(t: &core::ContainerStateTerminated, instance: Option<u32>) -> Term
         message: t.message.clone(),
         // A container whose process never started (StartError) reports the zero time
         // 1970-01-01T00:00:00Z as startedAt (status-start-error-never): it did not start.
-        started_at: t.started_at.as_ref().map(|x| x.0).filter(|t| *t != Timestamp::UNIX_EPOCH),
+        started_at: t
+            .started_at
+            .as_ref()
+            .map(|x| x.0)
+            .filter(|t| *t != Timestamp::UNIX_EPOCH),
         finished_at: t.finished_at.as_ref().map(|x| x.0),
         container_id: t.container_id.clone(),
         signal: t.signal,

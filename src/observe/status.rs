@@ -57,8 +57,16 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         .iter()
         .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar))
         .count();
-    let sidecars = pod.containers.iter().filter(|c| c.kind == ContainerKind::Sidecar).count();
-    let apps = pod.containers.iter().filter(|c| c.kind == ContainerKind::Regular).count();
+    let sidecars = pod
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::Sidecar)
+        .count();
+    let apps = pod
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::Regular)
+        .count();
     let total = apps + sidecars;
     let mut ready = 0usize;
 

@@ -200,6 +200,8 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
             Err(mut e) => errors.append(&mut e),
         }
     }
+    // Cases of different suites must not map to one namespace name (one would delete the other's).
+    errors.extend(super::naming::stem_collisions(&suites));
     if errors.is_empty() {
         Ok(suites)
     } else {
@@ -667,7 +669,8 @@ impl Refs<'_, '_> {
             }
             MarkSpec::Status(st) => {
                 if st.is.trim().is_empty() {
-                    self.ctx.err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
+                    self.ctx
+                        .err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
                 }
             }
             MarkSpec::Phase(_) | MarkSpec::Condition(_) | MarkSpec::PodGone | MarkSpec::Action(_) => {}
@@ -791,8 +794,11 @@ impl Refs<'_, '_> {
             }
             Expectation::StatusRow(r) => {
                 if r.status.trim().is_empty() {
-                    self.ctx
-                        .err(case_name, format!("{path}.statusRow.status"), "the STATUS text is empty");
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.statusRow.status"),
+                        "the STATUS text is empty",
+                    );
                 }
                 for (i, c) in r.containers.iter().enumerate() {
                     self.container(&c.name, &format!("{path}.statusRow.containers[{i}].name"));
