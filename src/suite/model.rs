@@ -494,8 +494,8 @@ pub struct ConditionMark {
 }
 
 /// The STATUS column changing to `is` (the `occurrence`-th time it does).
-#[derive(Clone, Debug, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusMark {
     /// The STATUS text, exactly as kubectl prints it: `Init:1/2`, `CrashLoopBackOff`, ...
     pub is: String,
@@ -504,12 +504,28 @@ pub struct StatusMark {
     pub occurrence: Occurrence,
 }
 
-#[derive(Deserialize)]
+/// The STATUS column changing to `is` (the `occurrence`-th time it does).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct StatusMarkFull {
+    /// The STATUS text, exactly as kubectl prints it: `Init:1/2`, `CrashLoopBackOff`, ...
     is: String,
+    /// Which time the column changed to it: `first` (default), `last` or a number from 1.
     #[serde(default)]
     occurrence: Occurrence,
+}
+
+impl JsonSchema for StatusMark {
+    fn schema_name() -> Cow<'static, str> {
+        "StatusMark".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let full = g.subschema_for::<StatusMarkFull>();
+        json_schema!({
+            "description": "A STATUS text (its first occurrence), or `{is, occurrence}`.",
+            "anyOf": [{"type": "string"}, full]
+        })
+    }
 }
 
 impl<'de> Deserialize<'de> for StatusMark {
