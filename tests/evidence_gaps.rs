@@ -76,7 +76,12 @@ fn recordings_without_events_never_pass_a_never_event_verdict() {
     let mut never_events = 0;
     for (c, a) in &runs {
         if a.verdicts.iter().any(|v| is_never_event(c, v)) {
-            assert_ne!(a.status, AttemptStatus::Passed, "{} passed without its events", c.full_name());
+            assert_ne!(
+                a.status,
+                AttemptStatus::Passed,
+                "{} passed without its events",
+                c.full_name()
+            );
         }
         for v in &a.verdicts {
             // Missing evidence never turns a verdict red either.
@@ -85,7 +90,8 @@ fn recordings_without_events_never_pass_a_never_event_verdict() {
                 never_events += 1;
                 assert_eq!(v.outcome, Outcome::Undecided, "{}: {}", c.full_name(), v.evidence);
                 assert!(
-                    v.evidence.contains("events watch never available (the recording has no events.watch.jsonl)"),
+                    v.evidence
+                        .contains("events watch never available (the recording has no events.watch.jsonl)"),
                     "{}",
                     v.evidence
                 );
@@ -119,7 +125,10 @@ fn an_empty_events_file_is_not_a_gap() {
         let tl = a.timeline.as_ref().unwrap();
         assert!(tl.gaps.is_empty(), "{:?}", tl.gaps);
     }
-    assert!(never_events >= 19 && failed_events > 0, "{never_events} {failed_events}");
+    assert!(
+        never_events >= 19 && failed_events > 0,
+        "{never_events} {failed_events}"
+    );
 }
 
 #[test]
@@ -141,7 +150,10 @@ fn a_gaps_file_in_a_recording_is_read_and_judged() {
     std::fs::write(dir.join("gaps.jsonl"), serde_json::to_string(&gap).unwrap() + "\n").unwrap();
     let tl = Recording::read(&dir).unwrap().timeline();
     assert_eq!(tl.gaps, vec![gap.clone()]);
-    let case = recorded_cases().into_iter().find(|c| c.name() == "sigterm-ignored").unwrap();
+    let case = recorded_cases()
+        .into_iter()
+        .find(|c| c.name() == "sigterm-ignored")
+        .unwrap();
     let verdicts = podlife::judge::judge_case(&case.spec, &tl);
     // The Killing event was still seen: `event` with a lower bound passes ...
     let ev = verdicts.iter().find(|v| v.kind == "event").unwrap();
@@ -158,12 +170,19 @@ fn a_gaps_file_in_a_recording_is_read_and_judged() {
     assert_eq!(order.outcome, Outcome::Undecided, "{}", order.evidence);
     assert!(order.evidence.contains("may lie elsewhere"), "{}", order.evidence);
     // Log- and status-based verdicts are untouched.
-    for v in verdicts.iter().filter(|v| matches!(v.kind.as_str(), "phase" | "container" | "gap")) {
+    for v in verdicts
+        .iter()
+        .filter(|v| matches!(v.kind.as_str(), "phase" | "container" | "gap"))
+    {
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     }
     // Without the gap everything passes (the test can fail for the right reason only).
-    let clean = Recording::read(&recordings().join("sigterm-ignored")).unwrap().timeline();
-    assert!(podlife::judge::all_pass(&podlife::judge::judge_case(&case.spec, &clean)));
+    let clean = Recording::read(&recordings().join("sigterm-ignored"))
+        .unwrap()
+        .timeline();
+    assert!(podlife::judge::all_pass(&podlife::judge::judge_case(
+        &case.spec, &clean
+    )));
 }
 
 fn observe(inputs: Vec<Input>) -> Timeline {
@@ -232,7 +251,10 @@ fn pod_watch_gap_hides_phases_and_makes_receive_time_marks_uncertain() {
     assert_eq!(podlife::judge::judge(&case.spec, &wrong, &tl, 0).outcome, Outcome::Fail);
     // The final phase was seen after the gap: decided.
     let final_ = Expectation::Phase(podlife::suite::PodPhase::Succeeded);
-    assert_eq!(podlife::judge::judge(&case.spec, &final_, &tl, 0).outcome, Outcome::Pass);
+    assert_eq!(
+        podlife::judge::judge(&case.spec, &final_, &tl, 0).outcome,
+        Outcome::Pass
+    );
     // The phase Succeeded mark is the first snapshot after the gap: its time is uncertain.
     let spec = MarkSpec::Phase(podlife::suite::PodPhase::Succeeded);
     let hit = podlife::judge::marks::resolve(&spec, &tl).unwrap();
@@ -283,7 +305,10 @@ fn pod_watch_down_at_the_end_leaves_final_state_undecided() {
 fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
     let rec = Recording::read(&recordings().join("sigterm-ignored")).unwrap();
     let tl = rec.timeline();
-    let case = recorded_cases().into_iter().find(|c| c.name() == "sigterm-ignored").unwrap();
+    let case = recorded_cases()
+        .into_iter()
+        .find(|c| c.name() == "sigterm-ignored")
+        .unwrap();
     let last = tl.logs_of("main", Some(0)).map(|l| l.time).max().unwrap();
     // The log of main#0 is known complete only up to 1 s before its end.
     let cut = last - jiff::SignedDuration::from_secs(1);
@@ -320,7 +345,11 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
         .find(|v| v.kind == "gap" && v.evidence.starts_with("gap `deleteSent`→`term`"))
         .unwrap();
     assert_eq!(early.outcome, Outcome::Pass, "{}", early.evidence);
-    assert!(gap.evidence.contains("log of main#0 incomplete after"), "{}", gap.evidence);
+    assert!(
+        gap.evidence.contains("log of main#0 incomplete after"),
+        "{}",
+        gap.evidence
+    );
     assert!(gap.measured.is_empty(), "an uncertain gap is not a measurement");
     // `never` a log line: absent in what was read, but the end of the log is missing.
     let never = Expectation::Never(podlife::suite::NeverExpect {
@@ -372,7 +401,11 @@ fn the_observer_caps_lines_and_keeps_the_last_line_of_a_flooding_instance() {
     assert_eq!(tl.logs.len(), MAX_LOG_LINES_PER_INSTANCE);
     assert!(tl.logs[0].text.ends_with(TRUNCATED_MARKER));
     assert_eq!(tl.logs[0].text.len(), MAX_LOG_LINE_BYTES + TRUNCATED_MARKER.len());
-    assert_eq!(tl.logs.last().unwrap().text, format!("line {n}"), "the newest line is kept");
+    assert_eq!(
+        tl.logs.last().unwrap().text,
+        format!("line {n}"),
+        "the newest line is kept"
+    );
     assert_eq!(tl.stats.log_lines_truncated, 1);
     assert_eq!(tl.stats.log_lines_dropped, 101);
     assert_eq!(tl.notes.len(), 2, "{:?}", tl.notes);

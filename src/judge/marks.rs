@@ -113,7 +113,9 @@ pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timesta
     let early = |g: &&Gap| before.is_none_or(|t| g.starts_before(t));
     match spec {
         MarkSpec::Event(_) => tl.event_gaps().filter(early).collect(),
-        MarkSpec::Log(LogMark { container, instance, .. })
+        MarkSpec::Log(LogMark {
+            container, instance, ..
+        })
         | MarkSpec::FirstLogLine(ContainerInstanceRef { container, instance })
         | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance }) => {
             let sel = match log_instances(tl, container.as_str(), *instance) {
@@ -140,12 +142,7 @@ fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
         MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
         // Receive times: the first sighting may come right after a gap that hid the change.
         _ => {
-            let prev = tl
-                .snapshots
-                .iter()
-                .map(|s| s.received)
-                .filter(|r| *r < hit.at)
-                .max();
+            let prev = tl.snapshots.iter().map(|s| s.received).filter(|r| *r < hit.at).max();
             tl.pod_gaps()
                 .find(|g| g.overlaps(prev, Some(hit.at)) || (g.to.is_none() && g.starts_before(hit.at)))
                 .map(|g| g.describe())

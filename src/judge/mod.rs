@@ -142,7 +142,11 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
                 BackoffMeasure::Logs => tl.log_gaps(&b.container, None).next(),
                 BackoffMeasure::Status => None,
             }
-            .or_else(|| (j.evidence.contains("expected at least")).then(|| tl.pod_gaps().next()).flatten())
+            .or_else(|| {
+                (j.evidence.contains("expected at least"))
+                    .then(|| tl.pod_gaps().next())
+                    .flatten()
+            })
             .map(|g| g.describe());
             in_gap(j, gap)
         }
@@ -240,7 +244,11 @@ fn hidden_phase(tl: &Timeline) -> Option<String> {
         "Succeeded" | "Failed" => 2,
         _ => 3,
     };
-    let phased: Vec<_> = tl.snapshots.iter().filter_map(|s| Some((s.received, s.phase.as_deref()?))).collect();
+    let phased: Vec<_> = tl
+        .snapshots
+        .iter()
+        .filter_map(|s| Some((s.received, s.phase.as_deref()?)))
+        .collect();
     for g in tl.pod_gaps() {
         let before = phased.iter().rev().find(|(r, _)| g.from.is_some_and(|f| *r <= f));
         let after = phased.iter().find(|(r, _)| g.to.is_some_and(|t| *r >= t));
@@ -991,13 +999,7 @@ fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
     }
 }
 
-fn never_before(
-    n: &NeverExpect,
-    before: &MarkRef,
-    m: Result<Hit, String>,
-    b: Result<Hit, String>,
-    tl: &Timeline,
-) -> J {
+fn never_before(n: &NeverExpect, before: &MarkRef, m: Result<Hit, String>, b: Result<Hit, String>, tl: &Timeline) -> J {
     {
         {
             match (m, b) {

@@ -5,8 +5,8 @@ pub mod recording;
 pub mod timeline;
 
 pub use observer::{
-    Input, MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, NewInstance, Observer, TRUNCATED_MARKER,
-    WatchKind, cap_line,
+    Input, MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, NewInstance, Observer,
+    TRUNCATED_MARKER, WatchKind, cap_line,
 };
 pub use recording::Recording;
 pub use timeline::*;

@@ -63,7 +63,10 @@ pub enum Input {
     /// set is complete; one without stays open until `SourceUp` or the end.
     Gap(Gap),
     /// The source delivers again (its watch is re-established): closes its open gap.
-    SourceUp { source: EvidenceSource, at: Timestamp },
+    SourceUp {
+        source: EvidenceSource,
+        at: Timestamp,
+    },
 }
 
 impl Input {
@@ -604,14 +607,21 @@ impl Observer {
     /// `time`/`text` is to be inserted.
     fn replace_tail(&mut self, container: &str, instance: u32, time: Timestamp) -> bool {
         self.tl.stats.log_lines_dropped += 1;
-        let range = self.tl.logs.partition_point(|l| (l.container.as_str(), l.instance) < (container, instance))
-            ..self.tl.logs.partition_point(|l| (l.container.as_str(), l.instance) <= (container, instance));
+        let range = self
+            .tl
+            .logs
+            .partition_point(|l| (l.container.as_str(), l.instance) < (container, instance))
+            ..self
+                .tl
+                .logs
+                .partition_point(|l| (l.container.as_str(), l.instance) <= (container, instance));
         let last = range.end.checked_sub(1).filter(|i| range.contains(i));
         // The dropped line: the incoming one when older than the kept newest, else the kept newest.
         let (dropped_time, insert) = match last.map(|i| self.tl.logs[i].time) {
             Some(t) if t <= time => {
                 let old = self.tl.logs.remove(last.expect("checked"));
-                self.log_keys.remove(&(old.container.clone(), old.time, old.text.clone()));
+                self.log_keys
+                    .remove(&(old.container.clone(), old.time, old.text.clone()));
                 (old.time, true)
             }
             _ => (time, false),

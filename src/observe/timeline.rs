@@ -192,7 +192,6 @@ impl Gap {
     }
 }
 
-
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct PodInfo {
@@ -466,7 +465,9 @@ impl Timeline {
     /// Gaps in the logs of `container` (instance `None`: any instance).
     pub fn log_gaps(&self, container: &str, instance: Option<u32>) -> impl Iterator<Item = &Gap> + '_ {
         let container = container.to_string();
-        self.gaps.iter().filter(move |g| g.source.covers_logs(&container, instance))
+        self.gaps
+            .iter()
+            .filter(move |g| g.source.covers_logs(&container, instance))
     }
 
     /// A pod-watch gap still open when the observation ended: the last state seen may be stale.
