@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 pub mod marks;
+pub mod sequence;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use crate::suite::model::*;
 use crate::suite::types::{Count, InstanceSel};
 use crate::util::fmt_secs;
 use marks::{Hit, compile, resolve};
+use sequence::{SeqMatch, Subject, match_sequence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -120,14 +122,7 @@ fn undecided(e: impl Into<String>) -> J {
 pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdict {
     let j = match e {
         Expectation::Phase(p) => in_gap(phase(*p, tl), stale_end(tl)),
-        Expectation::Phases(seq) => {
-            let j = phases(seq, tl);
-            // Observed phases are real: only a sequence that hidden phases could complete is in doubt.
-            let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
-            let seen = phase_sequence(tl);
-            let fits = is_subsequence(&seen, &want);
-            in_gap(j, hidden_phase(tl).filter(|_| fits))
-        }
+        Expectation::Phases(seq) => phases_gaps(seq, phases(seq, tl), tl),
         Expectation::Container(c) => container_gaps(c, container(c, tl), tl),
         Expectation::Condition(c) => condition_gaps(c, condition(c, tl), tl),
         Expectation::Order(list) => order(case, list, tl),
@@ -213,18 +208,26 @@ pub fn phase_sequence(tl: &Timeline) -> Vec<String> {
 
 fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
     let seen = phase_sequence(tl);
-    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let want: Vec<String> = seq.iter().map(|p| p.as_str().to_string()).collect();
     let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
-    if seen.iter().map(String::as_str).eq(want.iter().copied()) {
-        if tl.settled() {
-            pass(format!("phases {}", want.join(" → ")))
-        } else {
-            undecided(format!("phases: {shown} so far"))
-        }
-    } else if !tl.settled() && want.starts_with(&seen.iter().map(String::as_str).collect::<Vec<_>>()) {
-        undecided(format!("phases: {shown} so far"))
-    } else {
-        fail(format!("phases: {shown}"))
+    match match_sequence(Subject::Phase, &want, &seen, tl, tl.settled()) {
+        SeqMatch::Exact if tl.settled() => pass(format!("phases {}", want.join(" → "))),
+        SeqMatch::Skipped(skips) if tl.settled() => pass(format!(
+            "phases {} ({}; {})",
+            seen.join(" → "),
+            shown,
+            skipped_note(&skips)
+        )),
+        SeqMatch::Exact | SeqMatch::Skipped(_) | SeqMatch::Prefix => undecided(format!("phases: {shown} so far")),
+        SeqMatch::Unproven(u) if !tl.complete => undecided(format!(
+            "phases: {shown}; waiting for proof that {} happened (a container's log or start)",
+            u.join(", ")
+        )),
+        SeqMatch::Unproven(u) => fail(format!(
+            "phases: {shown}; {} not observed and nothing proves it happened (no regular container logged or has a real startedAt)",
+            u.join(", ")
+        )),
+        SeqMatch::Mismatch => fail(format!("phases: {shown}")),
     }
 }
 
@@ -236,8 +239,10 @@ fn is_subsequence(seen: &[String], want: &[&str]) -> bool {
 
 /// Phases only move forward (Pending → Running → Succeeded/Failed), so a pod-watch gap can hide
 /// a phase only between two observed phases more than one step apart, or after the last
-/// observed one when it is not terminal and the gap is still open at the end.
-fn hidden_phase(tl: &Timeline) -> Option<String> {
+/// observed one when the gap is still open at the end. Returns the gap and the phases it could
+/// hide.
+fn hidden_phases(tl: &Timeline) -> Option<(String, Vec<&'static str>)> {
+    const ALL: [&str; 4] = ["Pending", "Running", "Succeeded", "Failed"];
     let rank = |p: &str| match p {
         "Pending" => 0,
         "Running" => 1,
@@ -252,17 +257,34 @@ fn hidden_phase(tl: &Timeline) -> Option<String> {
     for g in tl.pod_gaps() {
         let before = phased.iter().rev().find(|(r, _)| g.from.is_some_and(|f| *r <= f));
         let after = phased.iter().find(|(r, _)| g.to.is_some_and(|t| *r >= t));
-        let hides = match (before, after) {
-            (Some((_, a)), Some((_, b))) => rank(b) > rank(a) + 1 || rank(a) == 3 || rank(b) == 3,
-            (None, Some((_, b))) => rank(b) > 0,
-            (Some((_, a)), None) => rank(a) < 2,
-            (None, None) => true,
+        let (lo, hi) = match (before, after) {
+            (Some((_, a)), Some((_, b))) if rank(a) < 3 && rank(b) < 3 => (rank(a) + 1, rank(b)),
+            (None, Some((_, b))) if rank(b) < 3 => (0, rank(b)),
+            (Some((_, a)), None) if rank(a) < 3 => (rank(a) + 1, 3),
+            _ => (0, 3),
         };
-        if hides {
-            return Some(g.describe());
+        let hidden: Vec<&str> = ALL.iter().copied().filter(|p| rank(p) >= lo && rank(p) < hi).collect();
+        if !hidden.is_empty() {
+            return Some((g.describe(), hidden));
         }
     }
     None
+}
+
+/// `phases` with gaps: observed phases are real. A pass stands when every phase a gap could
+/// hide is expected anyway (shown or skipped, the sequence still matches); a failure stands
+/// when what was seen is not a part of the expected sequence, which no hidden phase can mend.
+fn phases_gaps(seq: &[PodPhase], j: J, tl: &Timeline) -> J {
+    let Some((gap, hidden)) = hidden_phases(tl) else {
+        return j;
+    };
+    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let doubt = match j.outcome {
+        Outcome::Pass => hidden.iter().any(|h| !want.contains(h)),
+        Outcome::Fail => is_subsequence(&phase_sequence(tl), &want),
+        Outcome::Undecided => false,
+    };
+    in_gap(j, doubt.then_some(gap))
 }
 
 /// `container` with gaps: final state and restartCount need the pod watch up at the end; a
@@ -318,6 +340,17 @@ fn condition_gaps(c: &ConditionExpect, j: J, tl: &Timeline) -> J {
         .find(|g| g.to.is_none() || first.is_none() || g.overlaps(first, seen.last().copied()))
         .map(|g| g.describe());
     in_gap(j, gap)
+}
+
+/// Evidence for states the API skipped: which, why that is allowed, and the proof.
+fn skipped_note(skips: &[(String, String)]) -> String {
+    skips
+        .iter()
+        .map(|(state, proof)| {
+            format!("{state} not shown by the API (the kubelet's status manager batches its writes), but {proof}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn container(c: &ContainerExpect, tl: &Timeline) -> J {
@@ -505,11 +538,20 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     let ty = &c.r#type;
     let mut problems = vec![];
     let mut early_fail = false;
+    let mut notes = String::new();
     if let Some(want) = &c.sequence {
         let want: Vec<String> = want.iter().map(|s| format!("{s:?}")).collect();
-        if seq != want {
-            problems.push(format!("expected sequence [{}]", want.join(" → ")));
-            if !want.starts_with(&seq) {
+        let expected = format!("expected sequence [{}]", want.join(" → "));
+        match match_sequence(Subject::Condition(ty), &want, &seq, tl, tl.complete) {
+            SeqMatch::Exact => {}
+            SeqMatch::Skipped(skips) => notes = format!(" ({expected}; {})", skipped_note(&skips)),
+            SeqMatch::Prefix => problems.push(expected),
+            SeqMatch::Unproven(u) => problems.push(format!(
+                "{expected}; {} not observed and nothing proves it happened",
+                u.join(", ")
+            )),
+            SeqMatch::Mismatch => {
+                problems.push(expected);
                 early_fail = true;
             }
         }
@@ -529,7 +571,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     }
     if problems.is_empty() {
         if tl.complete {
-            pass(format!("condition {ty}: observed {seen}"))
+            pass(format!("condition {ty}: observed {seen}{notes}"))
         } else {
             undecided(format!("condition {ty}: observed {seen} so far"))
         }
