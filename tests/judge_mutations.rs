@@ -391,3 +391,37 @@ fn status_mark() {
     pass(&v[2]);
     fails_with(&v[3], "measured 37.15s");
 }
+
+#[test]
+fn statuses_and_rows_with_a_pod_watch_gap() {
+    // A pod-watch outage in the middle of init-fail-never: a status may have been shown unseen.
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "name: t\ncases:\n  - name: c\n    manifest: {}\n    expect:\n      \
+         - statuses: [Pending, Init:0/2, Init:1/2, Init:Error]\n      \
+         - statuses: [Pending, Init:1/2, Init:0/2, Init:Error]\n      \
+         - statusRow: {{status: Init:Error, conditions: {{Initialized: False}}}}\n      \
+         - statusRow: {{status: Init:Error, conditions: {{Initialized: True}}}}\n",
+        rec("init-fail-never").join("manifest.yaml").display()
+    );
+    let path = dir.path().join("t.yaml");
+    std::fs::write(&path, &yaml).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap();
+    let mut tl = Recording::read(&rec("init-fail-never")).unwrap().timeline();
+    let mid = tl.snapshots[4].received;
+    tl.gaps.push(podlife::observe::Gap {
+        source: podlife::observe::EvidenceSource::PodWatch,
+        from: Some(mid),
+        to: Some(mid + jiff::SignedDuration::from_millis(500)),
+        clock: Default::default(),
+        reason: "503 ServiceUnavailable".into(),
+    });
+    let v = judge_case(&suites[0].cases[0].spec, &tl);
+    // A pass becomes undecided; a reordering no hidden status can mend stays a failure; a row
+    // contradicted by a snapshot that was seen stays a failure.
+    assert_eq!(v[0].outcome, Outcome::Undecided, "{}", v[0].evidence);
+    assert!(v[0].evidence.contains("503 ServiceUnavailable"), "{}", v[0].evidence);
+    assert_eq!(v[1].outcome, Outcome::Fail, "{}", v[1].evidence);
+    assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
+    fails_with(&v[3], "observed Initialized=False");
+}

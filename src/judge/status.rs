@@ -7,7 +7,7 @@ use crate::suite::model::{QosClass, StatusRowExpect};
 
 use super::marks::{compile, hms};
 use super::sequence::{SeqMatch, Subject, match_sequence};
-use super::{J, fail, pass, undecided};
+use super::{J, Outcome, fail, pass, undecided};
 
 /// Distinct consecutive STATUS texts, as `kubectl get pods -w` would print them (it prints a
 /// line per watch event; repeated texts are folded), each with the first snapshot showing it.
@@ -285,4 +285,27 @@ pub(super) fn qos_class(q: QosClass, tl: &Timeline) -> J {
             }
         }
     }
+}
+
+/// `statuses` with pod-watch gaps: any STATUS can hide in a gap. A pass stands only without
+/// gaps; a failure stands when what was seen is not part of the expected sequence in order
+/// (a hidden status can add to the sequence, never remove from it).
+pub(super) fn statuses_gaps(want: &[String], j: J, tl: &Timeline) -> J {
+    let Some(g) = tl.pod_gaps().next() else { return j };
+    let seen: Vec<String> = status_sequence(tl).into_iter().map(|(t, _)| t).collect();
+    let want: Vec<&str> = want.iter().map(String::as_str).collect();
+    let doubt = match j.outcome {
+        Outcome::Pass => true,
+        Outcome::Fail => super::is_subsequence(&seen, &want),
+        Outcome::Undecided => false,
+    };
+    super::in_gap(j, doubt.then(|| g.describe()))
+}
+
+/// `statusRow` with pod-watch gaps: a snapshot that contradicts the row stays a failure; a row
+/// that held (or a status never shown) may have been contradicted (or shown) inside the gap.
+pub(super) fn status_row_gaps(j: J, tl: &Timeline) -> J {
+    let Some(g) = tl.pod_gaps().next() else { return j };
+    let contradicted = j.outcome == Outcome::Fail && !j.evidence.contains("never shown");
+    super::in_gap(j, (!contradicted).then(|| g.describe()))
 }
