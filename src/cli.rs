@@ -38,10 +38,14 @@ pub enum Command {
     Images(ImagesArgs),
     /// Compare two runs (report folders): verdict regressions, timing changes, fingerprints.
     Diff(DiffArgs),
-    /// Print the timeline built from a recording folder (JSON).
+    /// Print the timeline built from a recording folder or a timeline JSON (JSON).
     Timeline {
-        /// A recording folder.
+        /// A recording folder or a timeline JSON written by `run`.
         source: PathBuf,
+        /// Print the pod's rows as `kubectl get pods -w` would (READY, STATUS, RESTARTS) with
+        /// exact receive times, instead of JSON.
+        #[arg(long)]
+        watch: bool,
     },
 }
 
@@ -245,7 +249,11 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run_cmd(*args),
         Command::Images(args) => images_cmd(args),
         Command::Diff(args) => diff_cmd(args),
-        Command::Timeline { source } => match load_timeline(&source) {
+        Command::Timeline { source, watch } => match load_timeline(&source) {
+            Ok(tl) if watch => {
+                print!("{}", crate::observe::watch_transcript(&tl));
+                ExitCode::SUCCESS
+            }
             Ok(tl) => {
                 println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
                 ExitCode::SUCCESS

@@ -253,6 +253,23 @@ fn replay_report_is_well_formed_and_self_contained() {
     }
     assert!(crash.contains(">BackOff ×6</text>"));
     assert!(crash.contains(">exit 1 Error</text>"));
+
+    // Every case with snapshots has a STATUS lane and the `kubectl get pods -w` transcript.
+    let (_, term) = secs
+        .iter()
+        .find(|(id, _)| id == "case-status--status-terminating")
+        .unwrap();
+    assert!(term.contains(">STATUS</text>"));
+    assert!(term.contains("class=\"st st-term\""));
+    assert!(
+        term.contains("<title>STATUS Terminating from +8.998s (received)</title>"),
+        "{term}"
+    );
+    assert!(term.contains("<summary>kubectl get pods -w</summary>"));
+    assert!(
+        term.contains("21:27:07.459    +8.998  prestop-exec-within-grace  1/1    Terminating        0         Running")
+    );
+    assert!(crash.contains(">CrashLoopBackOff</text>") || crash.contains("STATUS CrashLoopBackOff from"));
 }
 
 #[test]

@@ -50,7 +50,8 @@ fn phase_is_the_status_before_any_container_status() {
         row(&t, first),
         PodRow {
             ready: "0/1".into(),
-            status: "Pending".into()
+            status: "Pending".into(),
+            restarts: 0,
         }
     );
 }
@@ -241,7 +242,8 @@ fn completed_with_a_running_container_is_running_when_ready_else_not_ready() {
         row(&t, &s),
         PodRow {
             ready: "1/2".into(),
-            status: "Running".into()
+            status: "Running".into(),
+            restarts: 0,
         }
     );
 }
@@ -302,4 +304,55 @@ fn old_timelines_get_the_column_computed() {
     assert!(old.snapshots.iter().all(|s| s.status.is_none()));
     old.fill_columns();
     assert_eq!(old.snapshots, t.snapshots);
+}
+
+#[test]
+fn restarts_column_and_watch_transcript() {
+    // RESTARTS sums the init containers' restarts while initializing (init-fail-always: 3).
+    let t = tl("init-fail-always");
+    assert_eq!(row(&t, t.snapshots.last().unwrap()).restarts, 3);
+    let t = tl("restart-always-crashloop");
+    assert_eq!(row(&t, t.snapshots.last().unwrap()).restarts, 5);
+    // The transcript: one line per change, exact receive times, the DELETED line kept.
+    let t = tl("prestop-exec-within-grace");
+    let text = podlife::observe::watch_transcript(&t);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 7, "{text}");
+    assert!(lines[0].starts_with("TIME (UTC)"));
+    assert_eq!(
+        lines[4],
+        "21:27:07.459    +8.998  prestop-exec-within-grace  1/1    Terminating        0         Running"
+    );
+    assert!(lines[6].ends_with("Succeeded (deleted)"), "{text}");
+}
+
+#[test]
+fn timeline_watch_cli_prints_the_transcript() {
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["timeline", "--watch", "tests/fixtures/recordings/init-ordering"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    let statuses: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(4).unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "Pending",
+            "Init:0/3",
+            "Init:1/3",
+            "Init:2/3",
+            "PodInitializing",
+            "Running",
+            "Completed"
+        ]
+    );
 }

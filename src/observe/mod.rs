@@ -10,5 +10,5 @@ pub use observer::{
     TRUNCATED_MARKER, WatchKind, cap_line,
 };
 pub use recording::Recording;
-pub use status::{PodRow, pod_row};
+pub use status::{PodRow, WatchLine, pod_row, watch_lines, watch_transcript};
 pub use timeline::*;

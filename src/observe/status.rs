@@ -35,6 +35,8 @@ pub struct PodRow {
     pub ready: String,
     /// STATUS, e.g. `Init:1/3`, `CrashLoopBackOff`, `Terminating`.
     pub status: String,
+    /// RESTARTS (without kubectl's "(5m ago)", which depends on when it is printed).
+    pub restarts: u32,
 }
 
 /// Computes READY and STATUS of a snapshot as kubectl shows them.
@@ -69,6 +71,10 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         .count();
     let total = apps + sidecars;
     let mut ready = 0usize;
+    // RESTARTS: init containers' restarts while initializing, else the sidecars' and the app
+    // containers'.
+    let mut restarts = 0u32;
+    let mut sidecar_restarts = 0u32;
 
     // Rule 2. The snapshot lists init container statuses first, in status order.
     let inits: Vec<&ContainerStatus> = snap
@@ -78,6 +84,10 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         .collect();
     let mut initializing = false;
     for (i, c) in inits.iter().enumerate() {
+        restarts += c.restart_count;
+        if c.kind == ContainerKind::Sidecar {
+            sidecar_restarts += c.restart_count;
+        }
         match &c.state {
             State::Terminated(t) if t.exit_code == 0 => continue,
             _ if c.kind == ContainerKind::Sidecar && c.started == Some(true) => {
@@ -106,6 +116,7 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
 
     // Rules 3 and 4.
     if !initializing || is_true("Initialized") {
+        restarts = sidecar_restarts;
         let mut has_running = false;
         let mut error_reason: Option<String> = None;
         let apps: Vec<&ContainerStatus> = snap
@@ -114,6 +125,7 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
             .filter(|c| c.kind == ContainerKind::Regular)
             .collect();
         for c in apps.iter().rev() {
+            restarts += c.restart_count;
             match &c.state {
                 State::Waiting { reason: Some(r), .. } if !r.is_empty() => reason = r.clone(),
                 State::Terminated(t) => {
@@ -156,5 +168,71 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
     PodRow {
         ready: format!("{ready}/{total}"),
         status: reason,
+        restarts,
     }
+}
+
+/// One line of a `kubectl get pods -w` transcript: a snapshot whose READY, STATUS or RESTARTS
+/// differ from the previous line's, with its exact receive time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchLine {
+    pub received: jiff::Timestamp,
+    /// ADDED, MODIFIED or DELETED.
+    pub watch: String,
+    pub row: PodRow,
+    pub phase: String,
+}
+
+/// The pod's rows as `kubectl get pods -w` prints them, repeated rows folded (kubectl prints a
+/// line per watch event; podlife keeps the ones that change a column, and the DELETED one).
+pub fn watch_lines(tl: &super::Timeline) -> Vec<WatchLine> {
+    let mut out: Vec<WatchLine> = vec![];
+    for s in &tl.snapshots {
+        let mut row = pod_row(&tl.pod, s);
+        if let Some(stored) = &s.status {
+            row.status = stored.clone();
+        }
+        let same = out.last().is_some_and(|l| l.row == row);
+        if !same || s.watch == "DELETED" {
+            out.push(WatchLine {
+                received: s.received,
+                watch: s.watch.clone(),
+                row,
+                phase: s.phase.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+/// The transcript as text: `TIME  +REL  NAME  READY  STATUS  RESTARTS  (PHASE, EVENT)`.
+pub fn watch_transcript(tl: &super::Timeline) -> String {
+    let lines = watch_lines(tl);
+    let origin = tl.origin();
+    let name_w = tl.pod.name.len().max(4);
+    let status_w = lines.iter().map(|l| l.row.status.len()).max().unwrap_or(6).max(6);
+    let mut out = format!(
+        "{:<12}  {:>8}  {:<name_w$}  {:<5}  {:<status_w$}  {:<8}  PHASE\n",
+        "TIME (UTC)", "+s", "NAME", "READY", "STATUS", "RESTARTS"
+    );
+    for l in &lines {
+        let z = l.received.to_zoned(jiff::tz::TimeZone::UTC);
+        let rel = origin.map_or(String::new(), |o| {
+            format!("{:+.3}", l.received.duration_since(o).as_secs_f64())
+        });
+        let deleted = if l.watch == "DELETED" { " (deleted)" } else { "" };
+        out.push_str(&format!(
+            "{:02}:{:02}:{:02}.{:03}  {rel:>8}  {:<name_w$}  {:<5}  {:<status_w$}  {:<8}  {}{deleted}\n",
+            z.hour(),
+            z.minute(),
+            z.second(),
+            z.subsec_nanosecond() / 1_000_000,
+            tl.pod.name,
+            l.row.ready,
+            l.row.status,
+            l.row.restarts,
+            l.phase,
+        ));
+    }
+    out
 }

@@ -358,6 +358,14 @@ fn case(out: &mut String, c: &CaseReport) {
             }
             out.push_str("</figure>\n");
         }
+        if !tl.snapshots.is_empty() {
+            // The pod as users see it: `kubectl get pods -w`, with exact receive times.
+            let _ = writeln!(
+                out,
+                "<details class=\"watch\"><summary>kubectl get pods -w</summary><pre>{}</pre></details>",
+                esc(crate::observe::watch_transcript(tl).trim_end())
+            );
+        }
         let failed = !matches!(c.status, CaseStatus::Passed | CaseStatus::Flaky | CaseStatus::Ignored);
         if failed {
             let _ = writeln!(
@@ -682,6 +690,35 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
         y += LANE_H;
     }
 
+    // kubectl's STATUS column, one band per text (same receive-time clock as the phase).
+    let statuses = status_spans(tl, &r, data_hi);
+    if !statuses.is_empty() {
+        lane_bg(&mut body, y, LANE_H, &mut stripe);
+        lane_label(&mut body, "STATUS", y + LANE_H / 2.0 + 4.0);
+        for (from, to, text) in &statuses {
+            let (x0, x1) = (sc.x(*from), sc.x(*to));
+            let w = (x1 - x0).max(1.0);
+            let _ = writeln!(
+                body,
+                "<rect class=\"st st-{}\" x=\"{x0:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\"><title>{}</title></rect>",
+                status_class(text),
+                y + (LANE_H - BAR_H) / 2.0,
+                BAR_H,
+                esc(&format!("STATUS {text} from +{} (received)", fmt_secs(*from)))
+            );
+            if text_w(text) + 6.0 < w {
+                let _ = writeln!(
+                    body,
+                    "<text class=\"in-bar\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                    x0 + 3.0,
+                    y + LANE_H / 2.0 + 4.0,
+                    esc(text)
+                );
+            }
+        }
+        y += LANE_H;
+    }
+
     // Container instances.
     for lane in lanes(tl, &r, data_hi) {
         draw_lane(&mut body, &sc, y, &lane, &mut stripe);
@@ -877,6 +914,38 @@ fn truncate(s: &str, n: usize) -> String {
         let mut t: String = s.chars().take(n - 1).collect();
         t.push('…');
         t
+    }
+}
+
+/// STATUS bands, like phase bands.
+fn status_spans(tl: &Timeline, r: &impl Fn(Timestamp) -> f64, end: f64) -> Vec<(f64, f64, String)> {
+    let mut out: Vec<(f64, f64, String)> = vec![];
+    for (s, text) in tl.status_column() {
+        let t = r(s.received);
+        if out.last().is_some_and(|(_, _, q)| *q == text) {
+            continue;
+        }
+        if let Some(last) = out.last_mut() {
+            last.1 = t;
+        }
+        out.push((t, end, text));
+    }
+    let stop = tl.deleted.map(r).unwrap_or(end);
+    if let Some(last) = out.last_mut() {
+        last.1 = stop.max(last.0);
+    }
+    out
+}
+
+/// A colour class for a STATUS: progress, running, done, or trouble.
+fn status_class(text: &str) -> &'static str {
+    match text {
+        "Running" => "run",
+        "Completed" => "done",
+        "Terminating" => "term",
+        "Pending" | "ContainerCreating" | "PodInitializing" | "SchedulingGated" => "wait",
+        t if t.starts_with("Init:") && t[5..].contains('/') => "wait",
+        _ => "bad",
     }
 }
 
@@ -1347,6 +1416,11 @@ svg.tl .ph-pending{fill:#ffe9b0}
 svg.tl .ph-running{fill:#c8e6c9}
 svg.tl .ph-succeeded{fill:#b3d4fc}
 svg.tl .ph-failed{fill:#f8c4c4}
+svg.tl .st-wait{fill:#fff3cd}
+svg.tl .st-run{fill:#d7ecd8}
+svg.tl .st-done{fill:#cfe2fb}
+svg.tl .st-term{fill:#e0d4f0}
+svg.tl .st-bad{fill:#f6caca}
 svg.tl .gone{fill:#263238}
 svg.tl .act{stroke:#37474f;stroke-width:1.2;stroke-dasharray:5 4;opacity:.8}
 svg.tl .act-l{fill:#263238;font-weight:600}
