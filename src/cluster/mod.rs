@@ -449,11 +449,11 @@ impl CaseApi {
         Ok(name)
     }
 
-    /// Merge-patches the pod (labels and annotations).
+    /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name.
     pub async fn patch_pod(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
         self.count();
         self.pods()
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .patch(name, &PatchParams::default(), &Patch::Strategic(patch))
             .await
             .map_err(|e| api_err(format!("patch pod {}/{name}", self.namespace), &e))?;
         Ok(())

@@ -108,30 +108,7 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     };
     let tl = rec.timeline();
     // The recording must have done what the steps say, or the verdicts would judge something else.
-    let mut step_failure = None;
-    let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
-    for (i, s) in case.spec.steps.iter().enumerate() {
-        let problem = match &s.value {
-            Step::WaitFor(w) => judge::mark_occurred(&case.spec, &w.until, &tl)
-                .err()
-                .map(|why| format!("steps[{i}] waitFor: the recording never reaches it: {why}")),
-            Step::Delete(d) => match deletes.next() {
-                None => Some(format!("steps[{i}] delete: the recording has no delete")),
-                Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
-                    "steps[{i}] delete: grace override {:?} but the recording used {:?}",
-                    d.grace_period_seconds, a.grace_period_seconds
-                )),
-                Some(_) => None,
-            },
-            Step::Sleep(_) => None,
-            Step::Patch(_) => (!tl.actions.iter().any(|a| a.kind == ActionKind::Patch))
-                .then(|| format!("steps[{i}] patch: the recording has no patch")),
-        };
-        if let Some(p) = problem {
-            step_failure = Some(failed_step(p));
-            break;
-        }
-    }
+    let step_failure = judge::steps_problem(&case.spec, &tl).map(failed_step);
     conclude(case, tl, step_failure, started, t0)
 }
 
@@ -286,7 +263,7 @@ async fn observe_case(
                 .await
             }
             Step::Patch(p) => {
-                let patch = p.merge_patch();
+                let patch = case.patch_body(p, &env.images);
                 act(
                     &mut loop_.obs,
                     ActionKind::Patch,
