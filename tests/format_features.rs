@@ -132,7 +132,8 @@ fn container_ready_and_started_flags() {
 
 #[test]
 fn never_after_a_mark() {
-    let marks = "term: {log: {container: main, regex: '^TERM received'}}\ntick: {log: {container: main, regex: '^tick'}}";
+    let marks =
+        "term: {log: {container: main, regex: '^TERM received'}}\ntick: {log: {container: main, regex: '^tick'}}";
     // sigterm-handled exits on TERM: no tick after it. sigterm-ignored keeps ticking for 4.8 s.
     let ok = judge("sigterm-handled", marks, "- never: {mark: tick, after: term}");
     pass(&ok[0]);
@@ -270,9 +271,15 @@ fn termination_message_equals_on_a_live_timeline() {
 fn text_needs_regex_or_equals_not_both() {
     let m = rec("sigterm-ignored").join("manifest.yaml");
     let p = problems(&suite_yaml(&m, "", "", "- log: {container: main, regex: x, equals: x}"));
-    assert!(p.contains("cases[0].expect[0].log: give `regex` or `equals`, not both"), "{p}");
+    assert!(
+        p.contains("cases[0].expect[0].log: give `regex` or `equals`, not both"),
+        "{p}"
+    );
     let p = problems(&suite_yaml(&m, "", "", "- log: {container: main}"));
-    assert!(p.contains("needs `regex` (a pattern) or `equals` (the exact text)"), "{p}");
+    assert!(
+        p.contains("needs `regex` (a pattern) or `equals` (the exact text)"),
+        "{p}"
+    );
 }
 
 // --- 5. condition reason and message ---------------------------------------------------------
@@ -286,7 +293,10 @@ fn condition_reason_and_message() {
         "- condition: {type: Ready, last: False, reason: PodCompleted}\n- condition: {type: Ready, reason: PodFailed}",
     );
     pass(&v[0]);
-    fails_with(&v[1], "expected last reason PodFailed; observed [False → True → False], last reason PodCompleted");
+    fails_with(
+        &v[1],
+        "expected last reason PodFailed; observed [False → True → False], last reason PodCompleted",
+    );
     let v = judge(
         "init-fail-never",
         "",
@@ -315,7 +325,10 @@ fn condition_mark_with_reason_and_message() {
 fn order_with_an_absent_mark_fails_when_complete() {
     let marks = "term: {log: {container: main, regex: TERM}}";
     let v = judge("sigterm-ignored", marks, "- order: [term, {event: {reason: BackOff}}]");
-    fails_with(&v[0], "no first BackOff event (0 seen), and the observation is complete");
+    fails_with(
+        &v[0],
+        "no first BackOff event (0 seen), and the observation is complete",
+    );
     // While observing, the same is only undecided.
     let case = load(&suite_yaml(
         &rec("sigterm-ignored").join("manifest.yaml"),
@@ -362,14 +375,45 @@ fn patch_body_is_a_strategic_merge_patch_of_allowed_fields() {
 #[test]
 fn patch_validation() {
     let m = rec("emptydir-sharing").join("manifest.yaml");
-    let p = problems(&suite_yaml(&m, "- patch: {activeDeadlineSeconds: 0}", "", "- phase: Succeeded"));
-    assert!(p.contains("cases[0].steps[0].patch.activeDeadlineSeconds: must be 1 or more, got 0"), "{p}");
-    let p = problems(&suite_yaml(&m, "- patch: {containerImages: {nope: 'x:1'}}", "", "- phase: Succeeded"));
-    assert!(p.contains("patch.containerImages.nope: unknown container `nope`"), "{p}");
-    let p = problems(&suite_yaml(&m, "- patch: {containerImages: {writer: '${image.nope}'}}", "", "- phase: Succeeded"));
+    let p = problems(&suite_yaml(
+        &m,
+        "- patch: {activeDeadlineSeconds: 0}",
+        "",
+        "- phase: Succeeded",
+    ));
+    assert!(
+        p.contains("cases[0].steps[0].patch.activeDeadlineSeconds: must be 1 or more, got 0"),
+        "{p}"
+    );
+    let p = problems(&suite_yaml(
+        &m,
+        "- patch: {containerImages: {nope: 'x:1'}}",
+        "",
+        "- phase: Succeeded",
+    ));
+    assert!(
+        p.contains("patch.containerImages.nope: unknown container `nope`"),
+        "{p}"
+    );
+    let p = problems(&suite_yaml(
+        &m,
+        "- patch: {containerImages: {writer: '${image.nope}'}}",
+        "",
+        "- phase: Succeeded",
+    ));
     assert!(p.contains("unknown template `${image.nope}`"), "{p}");
-    let p = problems(&suite_yaml(&m, "- patch: {restartPolicy: Never}", "", "- phase: Succeeded"));
-    assert!(p.contains("unknown field `restartPolicy`, expected one of labels, annotations, activeDeadlineSeconds, containerImages"), "{p}");
+    let p = problems(&suite_yaml(
+        &m,
+        "- patch: {restartPolicy: Never}",
+        "",
+        "- phase: Succeeded",
+    ));
+    assert!(
+        p.contains(
+            "unknown field `restartPolicy`, expected one of labels, annotations, activeDeadlineSeconds, containerImages"
+        ),
+        "{p}"
+    );
     let p = problems(&suite_yaml(&m, "- patch: {}", "", "- phase: Succeeded"));
     assert!(p.contains("a patch needs"), "{p}");
     // The API never lets a running pod raise its deadline.
@@ -411,7 +455,10 @@ fn judge_checks_steps_against_the_recording() {
         .stdout
         .clone();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("FAIL [step] steps[0] delete: the recording has no delete"), "{out}");
+    assert!(
+        out.contains("FAIL [step] steps[0] delete: the recording has no delete"),
+        "{out}"
+    );
     assert!(out.contains("PASS [0] final phase Succeeded"), "{out}");
 }
 
@@ -422,7 +469,11 @@ fn judge_json_prints_json_only() {
             .unwrap()
             .current_dir(root())
             .args(["judge", "--json", "--suite", "suites/restart-policy.yaml", "--case"])
-            .arg(if case == "sigterm-ignored" { "restart-never-success" } else { case })
+            .arg(if case == "sigterm-ignored" {
+                "restart-never-success"
+            } else {
+                case
+            })
             .arg(rec(case))
             .assert()
             .code(code)

@@ -314,7 +314,9 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             for s in &tl.snapshots {
                 let Some(cond) = s.condition(&c.r#type) else { continue };
                 let now = cond.status == want
-                    && c.reason.as_ref().is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
+                    && c.reason
+                        .as_ref()
+                        .is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
                     && msg
                         .as_ref()
                         .is_none_or(|m| m.is_match(cond.message.as_deref().unwrap_or_default()));
@@ -335,7 +337,11 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))))
         }
         MarkSpec::Ready(f) | MarkSpec::Started(f) => {
-            let which = if matches!(spec, MarkSpec::Ready(_)) { "ready" } else { "started" };
+            let which = if matches!(spec, MarkSpec::Ready(_)) {
+                "ready"
+            } else {
+                "started"
+            };
             let mut prev: Option<bool> = None;
             let mut hits = vec![];
             for s in &tl.snapshots {

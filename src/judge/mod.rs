@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 pub mod marks;
+pub mod sequence;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,7 @@ use crate::suite::model::*;
 use crate::suite::types::{Count, InstanceSel};
 use crate::util::fmt_secs;
 use marks::{Hit, compile, matcher, resolve};
+use sequence::{SeqMatch, Subject, match_sequence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -173,19 +175,38 @@ pub fn phase_sequence(tl: &Timeline) -> Vec<String> {
 
 fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
     let seen = phase_sequence(tl);
-    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let want: Vec<String> = seq.iter().map(|p| p.as_str().to_string()).collect();
     let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
-    if seen.iter().map(String::as_str).eq(want.iter().copied()) {
-        if tl.settled() {
-            pass(format!("phases {}", want.join(" → ")))
-        } else {
-            undecided(format!("phases: {shown} so far"))
-        }
-    } else if !tl.settled() && want.starts_with(&seen.iter().map(String::as_str).collect::<Vec<_>>()) {
-        undecided(format!("phases: {shown} so far"))
-    } else {
-        fail(format!("phases: {shown}"))
+    match match_sequence(Subject::Phase, &want, &seen, tl, tl.settled()) {
+        SeqMatch::Exact if tl.settled() => pass(format!("phases {}", want.join(" → "))),
+        SeqMatch::Skipped(skips) if tl.settled() => pass(format!(
+            "phases {} ({}; {})",
+            seen.join(" → "),
+            shown,
+            skipped_note(&skips)
+        )),
+        SeqMatch::Exact | SeqMatch::Skipped(_) | SeqMatch::Prefix => undecided(format!("phases: {shown} so far")),
+        SeqMatch::Unproven(u) if !tl.complete => undecided(format!(
+            "phases: {shown}; waiting for proof that {} happened (a container's log or start)",
+            u.join(", ")
+        )),
+        SeqMatch::Unproven(u) => fail(format!(
+            "phases: {shown}; {} not observed and nothing proves it happened (no regular container logged or has a real startedAt)",
+            u.join(", ")
+        )),
+        SeqMatch::Mismatch => fail(format!("phases: {shown}")),
     }
+}
+
+/// Evidence for states the API skipped: which, why that is allowed, and the proof.
+fn skipped_note(skips: &[(String, String)]) -> String {
+    skips
+        .iter()
+        .map(|(state, proof)| {
+            format!("{state} not shown by the API (the kubelet's status manager batches its writes), but {proof}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn container(c: &ContainerExpect, tl: &Timeline) -> J {
@@ -330,7 +351,9 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
                 let got = msg.unwrap_or_default();
                 facts.push(format!("message {got:?}"));
                 if got != want {
-                    problems.push(format!("termination message: expected exactly {want:?}, observed {got:?}"));
+                    problems.push(format!(
+                        "termination message: expected exactly {want:?}, observed {got:?}"
+                    ));
                 }
             }
             Err(why) => problems.push(format!("termination message: {why}")),
@@ -410,11 +433,20 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     let ty = &c.r#type;
     let mut problems = vec![];
     let mut early_fail = false;
+    let mut notes = String::new();
     if let Some(want) = &c.sequence {
         let want: Vec<String> = want.iter().map(|s| format!("{s:?}")).collect();
-        if seq != want {
-            problems.push(format!("expected sequence [{}]", want.join(" → ")));
-            if !want.starts_with(&seq) {
+        let expected = format!("expected sequence [{}]", want.join(" → "));
+        match match_sequence(Subject::Condition(ty), &want, &seq, tl, tl.complete) {
+            SeqMatch::Exact => {}
+            SeqMatch::Skipped(skips) => notes = format!(" ({expected}; {})", skipped_note(&skips)),
+            SeqMatch::Prefix => problems.push(expected),
+            SeqMatch::Unproven(u) => problems.push(format!(
+                "{expected}; {} not observed and nothing proves it happened",
+                u.join(", ")
+            )),
+            SeqMatch::Mismatch => {
+                problems.push(expected);
                 early_fail = true;
             }
         }
@@ -457,7 +489,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     }
     if problems.is_empty() {
         if tl.complete {
-            pass(format!("condition {ty}: observed {seen}"))
+            pass(format!("condition {ty}: observed {seen}{notes}"))
         } else {
             undecided(format!("condition {ty}: observed {seen} so far"))
         }
@@ -553,7 +585,11 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
 /// `forEachInstance`: the gap judged once per instance of the container, marks with
 /// `instance: each` bound to that instance. Fails on the first instance out of bounds, naming it.
 fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
-    let label = format!("gap {}→{} for each instance of `{container}`", g.from.label(), g.to.label());
+    let label = format!(
+        "gap {}→{} for each instance of `{container}`",
+        g.from.label(),
+        g.to.label()
+    );
     let (from, to) = match (lookup(case, &g.from), lookup(case, &g.to)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(why), _) | (_, Err(why)) => return undecided(format!("{label}: {why}")),
@@ -626,7 +662,11 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
             bounds_text(g),
             per.join(", ")
         );
-        if tl.complete { pass(e) } else { undecided(format!("{e} so far")) }
+        if tl.complete {
+            pass(e)
+        } else {
+            undecided(format!("{e} so far"))
+        }
     };
     j.measured = measured;
     j.marks = marks_at;
@@ -1020,7 +1060,8 @@ fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> 
     for h in marks::resolve_all(&spec, tl) {
         // True instants: X in [h.at, h.at + ph), A in [a.at, a.at + pa), B likewise.
         let surely_after = h.at > a.at && h.at >= a.at + a.precision;
-        let maybe_after = h.at + h.precision > a.at && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
+        let maybe_after =
+            h.at + h.precision > a.at && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
         let (surely_before, maybe_before) = match &b {
             Some(Ok(bh)) => (
                 h.at + h.precision <= bh.at && h.at < bh.at,
@@ -1032,10 +1073,16 @@ fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> 
         if surely_after && surely_before {
             let bound = match &b {
                 Some(Ok(bh)) => format!("; {}", bh.what),
-                Some(Err(_)) => format!("; {} not (yet) seen", n.before.as_ref().map(|r| r.label()).unwrap_or_default()),
+                Some(Err(_)) => format!(
+                    "; {} not (yet) seen",
+                    n.before.as_ref().map(|r| r.label()).unwrap_or_default()
+                ),
                 None => String::new(),
             };
-            let mut j = fail(format!("{window}: it occurred inside the window ({}; after {}{bound})", h.what, a.what));
+            let mut j = fail(format!(
+                "{window}: it occurred inside the window ({}; after {}{bound})",
+                h.what, a.what
+            ));
             j.marks = vec![
                 MarkAt {
                     label: after.label(),

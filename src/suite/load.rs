@@ -225,6 +225,8 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
             Err(mut e) => errors.append(&mut e),
         }
     }
+    // Cases of different suites must not map to one namespace name (one would delete the other's).
+    errors.extend(super::naming::stem_collisions(&suites));
     if errors.is_empty() {
         Ok(suites)
     } else {
@@ -563,8 +565,11 @@ fn check_patch(
         let path = format!("{sp}.patch.containerImages.{name}");
         if !refs.containers.contains(name.as_str()) {
             let known = refs.all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-            refs.ctx
-                .err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
+            refs.ctx.err(
+                image,
+                path,
+                format!("unknown container `{name}` (the pod has: {known})"),
+            );
             continue;
         }
         if image.value.trim().is_empty() {
@@ -745,7 +750,10 @@ impl Refs<'_, '_> {
             Some(e) => self.ctx.err(
                 &at,
                 path,
-                format!("mark {} uses `instance: each` on `{c}`, but the gap is for each instance of `{e}`", m.label()),
+                format!(
+                    "mark {} uses `instance: each` on `{c}`, but the gap is for each instance of `{e}`",
+                    m.label()
+                ),
             ),
             None => self.ctx.err(
                 &at,
@@ -803,7 +811,9 @@ impl Refs<'_, '_> {
     fn text(&mut self, regex: bool, equals: bool, at: &Loc<String>, path: &str) {
         match (regex, equals) {
             (true, true) => self.ctx.err(at, path, "give `regex` or `equals`, not both"),
-            (false, false) => self.ctx.err(at, path, "needs `regex` (a pattern) or `equals` (the exact text)"),
+            (false, false) => self
+                .ctx
+                .err(at, path, "needs `regex` (a pattern) or `equals` (the exact text)"),
             _ => {}
         }
     }
@@ -926,7 +936,12 @@ impl Refs<'_, '_> {
             }
             Expectation::Log(l) => {
                 self.container(&l.container, &format!("{path}.log.container"));
-                self.text(l.regex.is_some(), l.equals.is_some(), &l.container, &format!("{path}.log"));
+                self.text(
+                    l.regex.is_some(),
+                    l.equals.is_some(),
+                    &l.container,
+                    &format!("{path}.log"),
+                );
                 if l.instance == InstanceSel::Each {
                     self.ctx.err(
                         &l.container,

@@ -401,7 +401,14 @@ impl fmt::Display for MarkSpec {
             MarkSpec::ContainerTerminated(c) => write!(f, "{}{} terminated", c.container, c.instance),
             MarkSpec::ContainerSeen(c) => write!(f, "{}{} seen {}", c.container, c.instance, c.state),
             MarkSpec::Restarts(r) => write!(f, "{} restartCount {}", r.container, r.count),
-            MarkSpec::Log(l) => write!(f, "{} log line {} {}{}", l.occurrence, l.text(), l.container, l.instance),
+            MarkSpec::Log(l) => write!(
+                f,
+                "{} log line {} {}{}",
+                l.occurrence,
+                l.text(),
+                l.container,
+                l.instance
+            ),
             MarkSpec::FirstLogLine(c) => write!(f, "first log line of {}{}", c.container, c.instance),
             MarkSpec::LastLogLine(c) => write!(f, "last log line of {}{}", c.container, c.instance),
             MarkSpec::Event(e) => {
