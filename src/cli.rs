@@ -395,18 +395,8 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     };
     let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
     // Same rule as `run --replay`: the source must have done what the steps say.
-    if let Some(problem) = crate::judge::steps_problem(&case.spec, &tl) {
-        verdicts.insert(
-            0,
-            crate::judge::Verdict {
-                index: usize::MAX,
-                kind: "step".into(),
-                outcome: crate::judge::Outcome::Fail,
-                evidence: problem,
-                measured: vec![],
-                marks: vec![],
-            },
-        );
+    if let Some(v) = crate::judge::steps_verdict(&case.spec, &tl) {
+        verdicts.insert(0, v);
     }
     let failed = verdicts
         .iter()

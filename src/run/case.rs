@@ -75,6 +75,19 @@ fn failed_step(evidence: String) -> Verdict {
     }
 }
 
+/// A `waitFor` that never saw its mark: failed, unless a gap in the mark's source could hide
+/// it, which makes it undecided.
+fn wait_failed(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, evidence: String) -> Verdict {
+    match judge::mark_hidden(&case.spec, until, tl) {
+        Some(gap) => Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!("{evidence}; undecided: {gap}"),
+            ..failed_step(String::new())
+        },
+        None => failed_step(evidence),
+    }
+}
+
 /// Finishes an attempt from a complete timeline.
 fn conclude(
     case: &LoadedCase,
@@ -127,7 +140,7 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     };
     let tl = rec.timeline();
     // The recording must have done what the steps say, or the verdicts would judge something else.
-    let step_failure = judge::steps_problem(&case.spec, &tl).map(failed_step);
+    let step_failure = judge::steps_verdict(&case.spec, &tl);
     conclude(case, tl, step_failure, started, t0)
 }
 
@@ -272,13 +285,13 @@ async fn observe_case(
                     .await
                     .map(|reached| {
                         (!reached).then(|| {
-                            let why = judge::mark_occurred(&case.spec, &w.until, loop_.obs.timeline())
-                                .err()
-                                .unwrap_or_default();
-                            failed_step(format!(
+                            let tl = loop_.obs.timeline();
+                            let why = judge::mark_occurred(&case.spec, &w.until, tl).err().unwrap_or_default();
+                            let evidence = format!(
                                 "steps[{i}] waitFor {what}: timed out after {}: {why}",
                                 crate::util::fmt_secs(timeout.as_secs_f64())
-                            ))
+                            );
+                            wait_failed(case, &w.until, tl, evidence)
                         })
                     })
             }
