@@ -487,6 +487,22 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
             ))
         }
+        MarkSpec::Status(st) => {
+            // Each time the column changes to the text is one occurrence.
+            let hits: Vec<Timestamp> = super::status::status_sequence(tl)
+                .into_iter()
+                .filter(|(t, _)| *t == st.is)
+                .map(|(_, s)| s.received)
+                .collect();
+            let t = pick(st.occurrence, &hits)
+                .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
+            Ok(Hit::new(
+                t,
+                ZERO,
+                Clock::Harness,
+                format!("STATUS {} seen {}", st.is, hms(t)),
+            ))
+        }
         MarkSpec::PodGone => tl
             .deleted
             .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))))
@@ -570,6 +586,11 @@ pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
         MarkSpec::Action(_) => with_occurrence(&|s, o| {
             if let MarkSpec::Action(a) = s {
                 a.occurrence = o
+            }
+        }),
+        MarkSpec::Status(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Status(st) = s {
+                st.occurrence = o
             }
         }),
         MarkSpec::Ready(_) | MarkSpec::Started(_) => with_occurrence(&|s, o| {
