@@ -43,6 +43,7 @@ fn opts(reports: &Path) -> RunOptions {
         certify: false,
         upstream_applicable: vec![],
         target: Default::default(),
+        record: false,
     }
 }
 

@@ -4,6 +4,6 @@ pub mod observer;
 pub mod recording;
 pub mod timeline;
 
-pub use observer::{Input, NewInstance, Observer, WatchKind};
+pub use observer::{Input, NewInstance, Observer, Tap, WatchKind};
 pub use recording::Recording;
 pub use timeline::*;
