@@ -52,6 +52,8 @@ pub struct RecordedOutcome {
     pub interrupted: bool,
     /// The evidence of the step that failed (e.g. a `waitFor` that timed out live).
     pub step_failure: Option<String>,
+    /// The pod the live observer watched (events of other objects are ignored, as live).
+    pub pod: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -140,7 +142,10 @@ impl Recording {
 
     /// Feeds every input through an `Observer` and returns the complete timeline.
     pub fn timeline(&self) -> Timeline {
-        let mut obs = Observer::new(None, &format!("recording:{}", self.dir.display()));
+        let mut obs = Observer::new(
+            self.outcome.pod.as_deref(),
+            &format!("recording:{}", self.dir.display()),
+        );
         for i in &self.inputs {
             obs.push(i.clone());
         }
@@ -249,6 +254,8 @@ struct ActionLine {
     evidence: Option<String>,
     #[serde(default)]
     inputs: Option<u64>,
+    #[serde(default)]
+    pod: Option<String>,
     sent: Option<Timestamp>,
     done: Option<Timestamp>,
     response_received: Option<Timestamp>,
@@ -281,6 +288,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "interrupted" => read.outcome.interrupted = true,
             "step-failed" => read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default()),
             "recording-complete" => read.complete = Some(a.inputs.unwrap_or(0)),
+            "observe" => read.outcome.pod = a.pod.clone(),
             _ => {}
         }
         let kind = match a.action.as_str() {

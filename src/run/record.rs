@@ -120,6 +120,9 @@ impl Recorder {
     /// The pod exactly as podlife applied it (rendered images, node/runtime pinning). JSON is
     /// YAML, so `manifest.yaml` reads back with the suite loader's parser.
     pub fn manifest(&mut self, pod: &serde_json::Value) {
+        // The observer watches this pod only: replay must filter the same way.
+        let name = pod.pointer("/metadata/name").cloned().unwrap_or_default();
+        self.line_actions(&json!({"action": "observe", "pod": name}));
         if self.error.is_some() {
             return;
         }
