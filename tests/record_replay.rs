@@ -40,6 +40,9 @@ fn opts(reports: &Path, replay: Option<PathBuf>) -> RunOptions {
         images: Default::default(),
         connect: Default::default(),
         cleanup_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        api_outage_budget: Duration::from_secs(5),
+        panic_in_case: None,
         settle: Duration::from_millis(500),
         quiet: true,
         // libtest-style lines go to a file: inside `cargo test` they would read as our results.
@@ -68,6 +71,10 @@ fn publish(out: &mut RunOutcome) {
 /// Runs the fixture suite live against the fake API server with recording on, into
 /// `<reports>/<run_id>/`.
 fn record_live(reports: &Path, run_id: &str) -> RunOutcome {
+    record_live_with(reports, run_id, |_| {})
+}
+
+fn record_live_with(reports: &Path, run_id: &str, tweak: impl FnOnce(&mut RunOptions)) -> RunOutcome {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -84,7 +91,9 @@ fn record_live(reports: &Path, run_id: &str) -> RunOutcome {
         .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
         .collect();
     let cluster = podlife::cluster::Cluster::from_client(client);
-    let mut out = podlife::run::run_live(&opts(reports, None), cases, cluster, run_id.into(), &rt).unwrap();
+    let mut o = opts(reports, None);
+    tweak(&mut o);
+    let mut out = podlife::run::run_live(&o, cases, cluster, run_id.into(), &rt).unwrap();
     publish(&mut out);
     out
 }
@@ -205,6 +214,25 @@ fn replay_of_a_recorded_run_reproduces_every_verdict_and_timeline() {
         .code(1);
     let from_bundle = only_run(&out);
     assert_same_verdicts(&live.summary, &read_summary(&from_bundle));
+}
+
+#[test]
+fn an_attempt_in_which_podlife_crashed_replays_as_the_same_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = record_live_with(dir.path(), "crash1", |o| {
+        o.filter = Some("restart-never-".into());
+        o.panic_in_case = Some("recorded::restart-never-success".into());
+    });
+    let crashed = live
+        .summary
+        .cases
+        .iter()
+        .find(|c| c.case == "restart-never-success")
+        .unwrap();
+    assert_eq!(crashed.status, CaseStatus::Error);
+    assert!(crashed.last().unwrap().error.as_deref().unwrap().contains("panicked"));
+    let replayed = replay(&live.report_dir, &dir.path().join("replayed"), None);
+    assert_same_verdicts(&live.summary, &replayed.summary);
 }
 
 /// The one run folder inside a reports folder.
@@ -405,10 +433,8 @@ fn damaged_recordings_are_one_clear_error_not_a_panic() {
                 line.contains(expect) && line.contains("recorded__restart-never-fail"),
                 "{what} ({sub:?}): {err}"
             );
-            assert!(
-                !dir.path().join("out").exists(),
-                "{what}: nothing is reported from a damaged run"
-            );
+            let reported = std::fs::read_dir(dir.path().join("out")).map_or(0, |rd| rd.count());
+            assert_eq!(reported, 0, "{what}: nothing is reported from a damaged run");
         }
     }
 }

@@ -288,6 +288,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "interrupted" => read.outcome.interrupted = true,
             "step-failed" => read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default()),
             "recording-complete" => read.complete = Some(a.inputs.unwrap_or(0)),
+            // Written when podlife crashed in the attempt; `recording-complete` follows it.
+            "recording-aborted" => {}
             "observe" => read.outcome.pod = a.pod.clone(),
             _ => {}
         }

@@ -43,6 +43,7 @@ pub struct Recorder {
     logs: BTreeMap<(String, Option<u32>), BufWriter<File>>,
     /// The first write error: recording stops there and the attempt's recording is marked incomplete.
     error: Option<String>,
+    finished: bool,
 }
 
 pub type SharedRecorder = Arc<Mutex<Recorder>>;
@@ -66,20 +67,13 @@ fn create(path: &Path) -> std::io::Result<BufWriter<File>> {
 }
 
 impl Recorder {
-    /// Creates the next free `attempt-<n>` folder under `case_dir` (attempts of a case run one
-    /// after another, so numbering by creation order matches the report's attempt order) and
-    /// writes the header line.
-    pub fn create(case_dir: &Path, case: &str, namespace: &str) -> std::io::Result<Recorder> {
+    /// Creates `attempt-<n>` under `case_dir` (n: 1-based over the case's repetitions and
+    /// retries, the order of the report's attempts) and writes the header line. An existing
+    /// folder is never overwritten.
+    pub fn create(case_dir: &Path, n: usize, case: &str, namespace: &str) -> std::io::Result<Recorder> {
         std::fs::create_dir_all(case_dir)?;
-        let mut n = 1;
-        let dir = loop {
-            let d = case_dir.join(format!("attempt-{n}"));
-            match std::fs::create_dir(&d) {
-                Ok(()) => break d,
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-                Err(e) => return Err(e),
-            }
-        };
+        let dir = case_dir.join(format!("attempt-{n}"));
+        std::fs::create_dir(&dir)?;
         std::fs::create_dir(dir.join("logs"))?;
         let mut r = Recorder {
             pods: create(&dir.join("pods.watch.jsonl"))?,
@@ -90,6 +84,7 @@ impl Recorder {
             seq: 0,
             logs: BTreeMap::new(),
             error: None,
+            finished: false,
         };
         r.line_actions(&json!({
             "action": "recording",
@@ -238,6 +233,7 @@ impl Recorder {
     /// closing line that marks the recording complete. Returns the folder, or why the recording
     /// is incomplete.
     pub fn finish(mut self, attempt: &Attempt) -> Result<PathBuf, String> {
+        self.finished = true;
         match attempt.status {
             AttemptStatus::Error => {
                 let message = attempt.error.clone().unwrap_or_default();
@@ -256,6 +252,14 @@ impl Recorder {
         self.line_actions(&json!({"action": "cleanup", "cleanup": attempt.cleanup}));
         let seq = self.seq;
         self.line_actions(&json!({"action": "recording-complete", "inputs": seq, "time": Timestamp::now()}));
+        self.flush_all();
+        match self.error.take() {
+            None => Ok(self.dir.clone()),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn flush_all(&mut self) {
         let mut flushed: Vec<std::io::Result<()>> = vec![
             self.pods.flush(),
             self.events.flush(),
@@ -268,11 +272,64 @@ impl Recorder {
                 self.fail(e);
             }
         }
-        match self.error {
-            None => Ok(self.dir),
-            Some(e) => Err(e),
+    }
+}
+
+/// An attempt that never reached `finish` (podlife panicked in it) keeps what it recorded and
+/// says how many inputs that was; `close_after_panic` then completes it.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if !self.finished {
+            let seq = self.seq;
+            self.line_actions(&json!({"action": "recording-aborted", "inputs": seq}));
+            self.flush_all();
         }
     }
+}
+
+/// Completes the recording of an attempt in which podlife panicked: the error the report shows,
+/// then the closing line (with the inputs recorded before the crash). Creates a minimal
+/// recording when the crash came before the recorder started.
+pub fn close_after_panic(
+    root: &Path,
+    case: &crate::suite::LoadedCase,
+    n: usize,
+    attempt: &Attempt,
+) -> std::io::Result<()> {
+    let dir = root
+        .join(case_dir_name(&case.suite, case.name()))
+        .join(format!("attempt-{n}"));
+    let actions = dir.join("actions.jsonl");
+    let mut inputs = 0;
+    if dir.is_dir() {
+        let text = std::fs::read_to_string(&actions)?;
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            match v.get("action").and_then(|a| a.as_str()) {
+                Some("recording-complete") => return Ok(()),
+                Some("recording-aborted") => inputs = v.get("inputs").and_then(|i| i.as_u64()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    } else {
+        // No input was recorded: a recording of nothing but the crash.
+        drop(Recorder::create(
+            &root.join(case_dir_name(&case.suite, case.name())),
+            n,
+            &case.full_name(),
+            "",
+        )?);
+    }
+    let mut f = std::fs::OpenOptions::new().append(true).open(&actions)?;
+    let message = attempt.error.clone().unwrap_or_default();
+    writeln!(f, "{}", json!({"action": "error", "message": message}))?;
+    writeln!(
+        f,
+        "{}",
+        json!({"action": "recording-complete", "inputs": inputs, "time": Timestamp::now()})
+    )
 }
 
 fn write_line(w: &mut BufWriter<File>, v: &impl Serialize) -> std::io::Result<()> {
