@@ -54,9 +54,10 @@ fn recorded_16_case_run_stays_within_twice_the_rss_of_an_unrecorded_one() {
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        // libtest may print `test measure_one_run ... ` on the same line.
         let line = text
             .lines()
-            .find(|l| l.starts_with("MEASURED"))
+            .find_map(|l| l.find("MEASURED").map(|i| &l[i..]))
             .unwrap_or_else(|| panic!("{text}"));
         println!("{line}");
         let peak: u64 = line
