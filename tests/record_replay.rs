@@ -658,3 +658,64 @@ fn regenerate_recorded_run_fixture() {
     }
     assert!(out.report_dir.join("recordings/run.json").is_file());
 }
+
+/// The recorder writes every kind of input the observer takes (pod and Event watch lines, log
+/// lines of every instance, actions, evidence gaps and their end) so that reading the recording
+/// back rebuilds the very same timeline, on a real crash-looping recording.
+#[test]
+fn recorder_round_trips_every_input_kind_to_the_same_timeline() {
+    use podlife::observe::{EvidenceSource, Gap, Input, Observer, Recording};
+    use podlife::run::record::Recorder;
+    let rec = Recording::read(&root().join("tests/fixtures/recordings/restart-always-crashloop")).unwrap();
+    let mut inputs = rec.inputs.clone();
+    let at = |i: usize| inputs[i].order_key().unwrap();
+    let (from, to) = (at(10), at(20));
+    inputs.insert(
+        10,
+        Input::Gap(Gap {
+            source: EvidenceSource::Events,
+            from: Some(from),
+            to: None,
+            clock: Default::default(),
+            reason: "503 ServiceUnavailable".into(),
+        }),
+    );
+    inputs.insert(
+        21,
+        Input::SourceUp {
+            source: EvidenceSource::Events,
+            at: to,
+        },
+    );
+    assert!(inputs.iter().any(|i| matches!(i, Input::Log { received: None, .. })));
+    let dir = tempfile::tempdir().unwrap();
+    let case_dir = dir.path().join("s__restart-always-crashloop");
+    let recorder = std::sync::Arc::new(std::sync::Mutex::new(
+        Recorder::create(&case_dir, 1, "s::restart-always-crashloop", "ns").unwrap(),
+    ));
+    recorder
+        .lock()
+        .unwrap()
+        .manifest(&serde_json::json!({"metadata": {"name": "restart-always-crashloop"}}));
+    let mut obs = Observer::new(Some("restart-always-crashloop"), "live");
+    obs.set_tap(Recorder::tap(&recorder));
+    for i in inputs {
+        obs.push(i);
+    }
+    let live = obs.finish();
+    assert_eq!(live.gaps.len(), 1, "the gap and its end are observed");
+    let recorder = std::sync::Arc::try_unwrap(recorder).ok().unwrap().into_inner().unwrap();
+    let attempt = podlife::results::Attempt {
+        status: podlife::results::AttemptStatus::Passed,
+        verdicts: vec![],
+        error: None,
+        started: jiff::Timestamp::now(),
+        duration_s: 0.0,
+        api_requests: 0,
+        cleanup: Default::default(),
+        timeline: None,
+    };
+    let written = recorder.finish(&attempt).unwrap();
+    let replayed = Recording::read(&written).unwrap().timeline();
+    assert_eq!(timeline_json(&live), timeline_json(&replayed));
+}

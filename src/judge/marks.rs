@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::observe::{Instance, State, Timeline};
+use crate::observe::{Gap, Instance, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
@@ -25,6 +25,12 @@ pub struct Hit {
     pub clock: Clock,
     /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
     pub what: String,
+    /// Why `precision` is not zero, for the evidence (e.g. "status times are whole seconds").
+    pub cause: Option<String>,
+    /// Set when a gap in the mark's source could hide the true occurrence (an earlier first, a
+    /// later last, or this one received late): the gap, described. Verdicts that measure with
+    /// such a mark are undecided.
+    pub uncertain: Option<String>,
 }
 
 impl Hit {
@@ -34,9 +40,25 @@ impl Hit {
             precision,
             clock,
             what,
+            cause: None,
+            uncertain: None,
         }
     }
+
+    fn because(mut self, cause: impl Into<String>) -> Self {
+        if self.precision > ZERO {
+            self.cause = Some(cause.into());
+        }
+        self
+    }
 }
+
+/// Status times are truncated to the second.
+pub const STATUS_CAUSE: &str = "status times are whole seconds";
+
+/// How many of a tick loop's last intervals measure its period: enough to see a stretched
+/// tick on a loaded node, few enough to describe the loop as it was when it stopped.
+const TICK_INTERVALS: usize = 10;
 
 /// Clock time for evidence: `21:07:26.881`.
 pub fn hms(t: Timestamp) -> String {
@@ -92,8 +114,62 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
     }
 }
 
-/// Resolves a mark; `Err` explains why it has not (yet) occurred.
+/// Resolves a mark; `Err` explains why it has not (yet) occurred. The hit says whether a gap in
+/// its source makes its instant uncertain.
 pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
+    let mut hit = resolve_raw(spec, tl)?;
+    if !tl.gaps.is_empty() {
+        hit.uncertain = uncertainty(spec, &hit, tl);
+    }
+    Ok(hit)
+}
+
+/// Gaps of the source a mark is read from that start before `before` (`None`: any): where an
+/// occurrence of the mark could hide.
+pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timestamp>) -> Vec<&'a Gap> {
+    let early = |g: &&Gap| before.is_none_or(|t| g.starts_before(t));
+    match spec {
+        MarkSpec::Event(_) => tl.event_gaps().filter(early).collect(),
+        MarkSpec::Log(LogMark {
+            container, instance, ..
+        })
+        | MarkSpec::FirstLogLine(ContainerInstanceRef { container, instance })
+        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance })
+        | MarkSpec::TickStopped(ContainerInstanceRef { container, instance }) => {
+            let sel = match log_instances(tl, container.as_str(), *instance) {
+                Some(v) if v.len() == 1 => Some(v[0]),
+                _ => None,
+            };
+            tl.log_gaps(container.as_str(), sel).filter(early).collect()
+        }
+        MarkSpec::Action(_) => vec![],
+        _ => tl.pod_gaps().filter(early).collect(),
+    }
+}
+
+fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
+    let describe = |gs: Vec<&Gap>| gs.first().map(|g| g.describe());
+    match spec {
+        MarkSpec::Event(EventMark { occurrence, .. }) | MarkSpec::Log(LogMark { occurrence, .. }) => {
+            let before = (*occurrence != Occurrence::Last).then_some(hit.at);
+            describe(hiding_gaps(spec, tl, before))
+        }
+        MarkSpec::FirstLogLine(_) => describe(hiding_gaps(spec, tl, Some(hit.at))),
+        // A lost stream could hide later lines, i.e. a later last tick.
+        MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => describe(hiding_gaps(spec, tl, None)),
+        // Status times are the kubelet's own record: late delivery does not move them.
+        MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
+        // Receive times: the first sighting may come right after a gap that hid the change.
+        _ => {
+            let prev = tl.snapshots.iter().map(|s| s.received).filter(|r| *r < hit.at).max();
+            tl.pod_gaps()
+                .find(|g| g.overlaps(prev, Some(hit.at)) || (g.to.is_none() && g.starts_before(hit.at)))
+                .map(|g| g.describe())
+        }
+    }
+}
+
+fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     match spec {
         MarkSpec::ContainerStarted(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
@@ -115,7 +191,8 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 precision,
                 Clock::Node,
                 format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerTerminated(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
@@ -137,7 +214,8 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 (t + SECOND).duration_since(at),
                 Clock::Node,
                 format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerSeen(s) => {
             for snap in &tl.snapshots {
@@ -234,6 +312,44 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     line.instance
                 ),
             ))
+        }
+        MarkSpec::TickStopped(r) => {
+            let inst = log_instances(tl, &r.container, r.instance);
+            let mut lines: Vec<_> = tl
+                .logs_of(&r.container, None)
+                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+                .collect();
+            lines.sort_by_key(|x| x.time);
+            let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
+            let last = tail
+                .last()
+                .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+            // The loop stopped after its last line and before the next tick was due: the
+            // longest recent interval is the period the evidence was sampled at.
+            let period = tail
+                .windows(2)
+                .map(|w| w[1].time.duration_since(w[0].time))
+                .max()
+                .ok_or_else(|| {
+                    format!(
+                        "`{}`{} logged one line: no tick period to measure",
+                        r.container, r.instance
+                    )
+                })?;
+            let p = crate::util::fmt_secs(period.as_secs_f64());
+            Ok(Hit::new(
+                last.time,
+                period,
+                Clock::Node,
+                format!(
+                    "last tick \"{}\" {} {}#{} of a {p} loop",
+                    last.text,
+                    hms(last.time),
+                    last.container,
+                    last.instance
+                ),
+            )
+            .because(format!("a {p} tick loop stops within one tick after its last line")))
         }
         MarkSpec::Event(e) => {
             let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;

@@ -1,6 +1,11 @@
 //! Reading a recording folder (`Recording`) into observer `Input`s: `pods.watch.jsonl`,
 //! `events.watch.jsonl`, `logs/` (follow output split per instance by `logs/index.jsonl`,
-//! `--previous` captures), `cri-logs/<container>/<attempt>.log` and `actions.jsonl`.
+//! `--previous` captures), `cri-logs/<container>/<attempt>.log`, `actions.jsonl` and `gaps.jsonl`.
+//!
+//! Missing evidence: a recording says a source was lost with a line in `gaps.jsonl` (a `Gap`
+//! as JSON: `{"source": "events", "from": ..., "to": ..., "reason": ...}`), and an absent
+//! `events.watch.jsonl` means events were never available (an empty file means none happened).
+//! An absent `logs/` is not a gap: a container that never started has no log.
 //!
 //! Recordings written by `podlife run` (see `run::record`) open `actions.jsonl` with a
 //! `{"action":"recording"}` header, number every input with `seq` (the order the live observer
@@ -14,7 +19,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::observer::{Input, Observer, WatchKind, parse_cri_line};
-use super::timeline::{Action, ActionKind, Timeline};
+use super::timeline::{Action, ActionKind, EvidenceSource, Gap, Timeline};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
@@ -109,7 +114,19 @@ impl Recording {
                     },
                 ));
             }
+        } else {
+            inputs.push((
+                None,
+                Input::Gap(Gap {
+                    source: EvidenceSource::Events,
+                    from: None,
+                    to: None,
+                    clock: Default::default(),
+                    reason: "the recording has no events.watch.jsonl".into(),
+                }),
+            ));
         }
+        inputs.extend(read_gaps(&dir.join("gaps.jsonl"))?);
         let (actions, outcome) = read_actions(&dir.join("actions.jsonl"))?;
         inputs.extend(actions);
         inputs.extend(read_logs(dir)?);
@@ -238,6 +255,34 @@ fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
             continue;
         };
         out.push((w.seq, w.received, kind, w.event.object, path.to_path_buf(), i + 1));
+    }
+    Ok(out)
+}
+
+/// `gaps.jsonl`: one `Gap` per line (absent: no gaps).
+fn read_gaps(path: &Path) -> Result<Vec<Numbered>, RecordingError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(vec![]);
+    };
+    let mut out = vec![];
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        // podlife-made recordings number the gap like every input (`seq`).
+        let seq = v.as_object_mut().and_then(|o| o.remove("seq")).and_then(|s| s.as_u64());
+        // A line with `up` says the source delivers again (closes its open gap).
+        let up = v.as_object_mut().and_then(|o| o.remove("up"));
+        let input = match up {
+            Some(at) => Input::SourceUp {
+                at: serde_json::from_value(at).map_err(|e| bad(path, format!("line {}: up: {e}", i + 1)))?,
+                source: serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?,
+            },
+            None => Input::Gap(serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?),
+        };
+        out.push((seq, input));
     }
     Ok(out)
 }

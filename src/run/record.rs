@@ -7,7 +7,8 @@
 //! Layout of `reports/<runid>/recordings/` (see README, "Recording, replaying, re-judging"):
 //! `run.json` (podlife version, retries, repeat), `cluster-info.json` (the fingerprint) and one
 //! `<suite>__<case>/attempt-<n>/` folder per attempt holding `actions.jsonl`, `pods.watch.jsonl`,
-//! `events.watch.jsonl`, `manifest.yaml` and `logs/index.jsonl` + `logs/<container>.<instance>.jsonl`.
+//! `events.watch.jsonl`, `gaps.jsonl`, `manifest.yaml` and `logs/index.jsonl` +
+//! `logs/<container>.<instance>.jsonl`.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -38,6 +39,7 @@ pub struct Recorder {
     pods: BufWriter<File>,
     events: BufWriter<File>,
     actions: BufWriter<File>,
+    gaps: BufWriter<File>,
     index: BufWriter<File>,
     /// One file per (container, instance the fetch was for).
     logs: BTreeMap<(String, Option<u32>), BufWriter<File>>,
@@ -79,6 +81,7 @@ impl Recorder {
             pods: create(&dir.join("pods.watch.jsonl"))?,
             events: create(&dir.join("events.watch.jsonl"))?,
             actions: create(&dir.join("actions.jsonl"))?,
+            gaps: create(&dir.join("gaps.jsonl"))?,
             index: create(&dir.join("logs/index.jsonl"))?,
             dir,
             seq: 0,
@@ -195,6 +198,23 @@ impl Recorder {
                 }
                 write_line(&mut self.actions, &v)
             }
+            // Evidence the live run lost (a stream down, a cap): replayed as the same gap.
+            Input::Gap(g) => {
+                let mut v = serde_json::to_value(g).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("seq".into(), json!(seq));
+                }
+                write_line(&mut self.gaps, &v)
+            }
+            // The source delivers again: `{"seq", "up": <at>, "source", ...}` in gaps.jsonl.
+            Input::SourceUp { source, at } => {
+                let mut v = serde_json::to_value(source).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("seq".into(), json!(seq));
+                    o.insert("up".into(), json!(at));
+                }
+                write_line(&mut self.gaps, &v)
+            }
         };
         if let Err(e) = r {
             self.fail(e);
@@ -264,6 +284,7 @@ impl Recorder {
             self.pods.flush(),
             self.events.flush(),
             self.actions.flush(),
+            self.gaps.flush(),
             self.index.flush(),
         ];
         flushed.extend(self.logs.values_mut().map(|w| w.flush()));
