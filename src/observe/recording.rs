@@ -57,6 +57,8 @@ pub struct RecordedOutcome {
     pub interrupted: bool,
     /// The evidence of the step that failed (e.g. a `waitFor` that timed out live).
     pub step_failure: Option<String>,
+    /// That step's verdict as JSON (a `judge::Verdict`; observe does not depend on judge).
+    pub step_verdict: Option<serde_json::Value>,
     /// The pod the live observer watched (events of other objects are ignored, as live).
     pub pod: Option<String>,
 }
@@ -301,6 +303,8 @@ struct ActionLine {
     inputs: Option<u64>,
     #[serde(default)]
     pod: Option<String>,
+    #[serde(default)]
+    verdict: Option<serde_json::Value>,
     sent: Option<Timestamp>,
     done: Option<Timestamp>,
     response_received: Option<Timestamp>,
@@ -331,7 +335,10 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "recording" => read.outcome.podlife = true,
             "error" => read.outcome.error = Some(a.message.clone().unwrap_or_default()),
             "interrupted" => read.outcome.interrupted = true,
-            "step-failed" => read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default()),
+            "step-failed" => {
+                read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default());
+                read.outcome.step_verdict = a.verdict.clone();
+            }
             "recording-complete" => read.complete = Some(a.inputs.unwrap_or(0)),
             // Written when podlife crashed in the attempt; `recording-complete` follows it.
             "recording-aborted" => {}

@@ -267,7 +267,8 @@ impl Recorder {
             .iter()
             .find(|v| v.kind == "step" && v.index == usize::MAX)
         {
-            self.line_actions(&json!({"action": "step-failed", "evidence": v.evidence}));
+            // The whole verdict: a live wait can end undecided (a gap could hide its mark).
+            self.line_actions(&json!({"action": "step-failed", "evidence": v.evidence, "verdict": v}));
         }
         self.line_actions(&json!({"action": "cleanup", "cleanup": attempt.cleanup}));
         let seq = self.seq;
