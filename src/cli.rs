@@ -87,8 +87,8 @@ pub struct RunArgs {
     /// reports/<runid>.tar.gz (the default).
     #[arg(long, overrides_with = "no_record")]
     pub record: bool,
-    /// Do not record or bundle.
-    #[arg(long)]
+    /// Do not record or bundle (the last of --record / --no-record wins).
+    #[arg(long, overrides_with = "record")]
     pub no_record: bool,
     /// Where reports go: <DIR>/<runid>/.
     #[arg(long, default_value = "reports", value_name = "DIR")]
