@@ -55,9 +55,9 @@ pub struct RunArgs {
     /// Skip cases whose name contains this (repeatable).
     #[arg(long)]
     pub skip: Vec<String>,
-    /// Cases run at the same time.
-    #[arg(long, default_value_t = 4)]
-    pub test_threads: usize,
+    /// Cases run at the same time (default: all, at most 16 per Ready node).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub test_threads: Option<u32>,
     /// List the cases instead of running them.
     #[arg(long)]
     pub list: bool,
@@ -440,7 +440,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         filter: args.filter,
         exact: args.exact,
         skip: args.skip,
-        test_threads: args.test_threads,
+        test_threads: args.test_threads.map_or(0, |n| n as usize),
         list: args.list,
         ignored: args.ignored,
         include_ignored: args.include_ignored,
