@@ -167,12 +167,15 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The later run.
     pub after: PathBuf,
-    /// A timing change counts beyond this: `20%` (relative) or `500ms` (absolute).
-    #[arg(long, default_value = "20%")]
-    pub threshold: crate::report::diff::Threshold,
-    /// With a percentage threshold, ignore changes smaller than this (noise on near-zero gaps).
+    /// An extra floor a timing change must exceed, besides its own noise: `20%` or `500ms`.
+    #[arg(long)]
+    pub threshold: Option<crate::report::diff::Threshold>,
+    /// Do not list timings that moved less than this.
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub min_change: std::time::Duration,
+    /// Suites describing cases of reports written before verdicts recorded their precision.
+    #[arg(long = "suites", default_value = "suites")]
+    pub suites: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = DiffFormat::Table)]
     pub format: DiffFormat,
 }
@@ -541,7 +544,16 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let d = diff::diff(&before, &after, args.threshold, args.min_change.as_secs_f64());
+    // Older reports: describe their measurements from the suites, if they load (quietly: a
+    // diff does not need them for anything else).
+    let defs = suite::load_suites(&args.suites)
+        .map(|s| diff::definitions(&s))
+        .unwrap_or_default();
+    let opts = diff::DiffOptions {
+        threshold: args.threshold,
+        min_change: args.min_change.as_secs_f64(),
+    };
+    let d = diff::diff(&before, &after, &opts, &defs);
     match args.format {
         DiffFormat::Table => print!("{}", diff::render_table(&d)),
         DiffFormat::Json => println!("{}", serde_json::to_string_pretty(&d).expect("diff serializes")),

@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 pub mod marks;
+pub mod measure;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,10 @@ pub struct Verdict {
     /// The instants of the marks used (a gap's from and to, an order's chain), for timelines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<MarkAt>,
+    /// One per `measured` value: its precision, bounds and noise class, for `podlife diff`
+    /// (absent in reports written before podlife 0.1 recorded it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measures: Vec<measure::MeasureInfo>,
 }
 
 /// A resolved mark as reported: its label and instant.
@@ -72,6 +77,7 @@ struct J {
     evidence: String,
     measured: Vec<f64>,
     marks: Vec<MarkAt>,
+    measures: Vec<measure::MeasureInfo>,
 }
 
 fn pass(e: impl Into<String>) -> J {
@@ -80,6 +86,7 @@ fn pass(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 fn fail(e: impl Into<String>) -> J {
@@ -88,6 +95,7 @@ fn fail(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 fn undecided(e: impl Into<String>) -> J {
@@ -96,6 +104,7 @@ fn undecided(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 
@@ -119,6 +128,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         evidence: j.evidence,
         measured: j.measured,
         marks: j.marks,
+        measures: j.measures,
     }
 }
 
@@ -526,6 +536,15 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     );
     let mut j = if ok { pass(ev) } else { fail(ev) };
     j.measured = vec![measured];
+    j.measures = measure::gap_info(
+        case,
+        g,
+        Some((secs(a.precision), secs(b.precision))),
+        &|c| tl.pod.probe_period(c),
+        tl.pod.any_probe_period(),
+    )
+    .into_iter()
+    .collect();
     j.marks = vec![
         MarkAt {
             label: g.from.label(),
@@ -707,28 +726,7 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         BackoffMeasure::Status => "status finishedAt→startedAt, ±1s precision",
         BackoffMeasure::Logs => "last→first log line",
     };
-    let bounds = |i: usize| -> (Option<f64>, Option<f64>) {
-        if let Some(d) = &b.doubling {
-            let base = d.base.as_secs_f64();
-            let nominal = if d.first_immediate {
-                if i == 0 {
-                    0.0
-                } else {
-                    base * d.factor.powi(i as i32 - 1)
-                }
-            } else {
-                base * d.factor.powi(i as i32)
-            };
-            let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
-            let early = d.early.map_or(0.0, |x| x.as_secs_f64());
-            let late = d.late.map_or(15.0, |x| x.as_secs_f64());
-            (Some(nominal - early), Some(nominal + late))
-        } else if let Some(x) = b.intervals.get(i) {
-            (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
-        } else {
-            (None, None)
-        }
-    };
+    let bounds = |i: usize| backoff_bounds(b, i);
     let mut bad = vec![];
     for (i, (m, iv)) in measured.iter().zip(&ivs).enumerate() {
         let (lo, hi) = bounds(i);
@@ -777,8 +775,40 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         };
         pass(format!("backoff `{name}` ({measure}): measured {shown} within {model}"))
     };
+    j.measures = ivs
+        .iter()
+        .enumerate()
+        .map(|(i, iv)| {
+            let (lo, hi) = bounds(i);
+            measure::backoff_info(lo, hi, iv.slack)
+        })
+        .collect();
     j.measured = measured;
     j
+}
+
+/// The bounds `(min, max)` of the `i`-th (from 0) back-off interval.
+pub fn backoff_bounds(b: &BackoffExpect, i: usize) -> (Option<f64>, Option<f64>) {
+    if let Some(d) = &b.doubling {
+        let base = d.base.as_secs_f64();
+        let nominal = if d.first_immediate {
+            if i == 0 {
+                0.0
+            } else {
+                base * d.factor.powi(i as i32 - 1)
+            }
+        } else {
+            base * d.factor.powi(i as i32)
+        };
+        let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
+        let early = d.early.map_or(0.0, |x| x.as_secs_f64());
+        let late = d.late.map_or(15.0, |x| x.as_secs_f64());
+        (Some(nominal - early), Some(nominal + late))
+    } else if let Some(x) = b.intervals.get(i) {
+        (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
+    } else {
+        (None, None)
+    }
 }
 
 fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
