@@ -91,9 +91,18 @@ pub struct RunArgs {
     /// Kubeconfig context (default: the current one).
     #[arg(long)]
     pub context: Option<String>,
-    /// Bound on waiting for a case namespace to be deleted.
+    /// Bound on the whole cleanup of a case namespace (the DELETE request included), and on the
+    /// end-of-run sweep.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub cleanup_timeout: std::time::Duration,
+    /// Bound on each API request (create, apply, patch, delete); a server that never answers
+    /// cannot hang the run.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// How long the API server may be unavailable (restart, outage, 429/5xx) before cases give up
+    /// on it: cases not started yet wait, streams ride through.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    pub api_outage_budget: std::time::Duration,
     /// Observation tail after the last step, for late watch events.
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub settle: std::time::Duration,
@@ -458,6 +467,8 @@ fn run_cmd(args: RunArgs) -> ExitCode {
             context: args.context,
         },
         cleanup_timeout: args.cleanup_timeout,
+        request_timeout: args.request_timeout,
+        api_outage_budget: args.api_outage_budget,
         settle: args.settle,
         quiet: args.quiet,
         logfile: args.logfile,
@@ -470,6 +481,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
             node_selector: args.node_selector.into_iter().collect(),
             runtime_class: args.runtime_class,
         },
+        panic_in_case: None,
     };
     // libtest-mimic panics on a logfile it cannot create: check it here and say so instead.
     if let Some(p) = &opts.logfile {
@@ -495,6 +507,12 @@ fn run_cmd(args: RunArgs) -> ExitCode {
     if opts.list {
         return crate::run::list(&opts, &suites);
     }
+    // A run whose reports cannot be written certifies nothing anyone can read: find out before
+    // touching the cluster, not after a 20-minute run.
+    if let Err(e) = check_writable(&opts.reports_dir, opts.junit.as_deref()) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
     let mut outcome = match crate::run::run(opts, suites) {
         Ok(o) => o,
@@ -510,10 +528,38 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         &mut outcome.summary,
     );
     match published {
-        // A run whose reports are missing has certified nothing anyone can read.
-        Err(_) if !outcome.summary.interrupted => ExitCode::from(2),
-        _ => outcome.exit_code(),
+        // A run whose reports are missing has certified nothing anyone can read (the error,
+        // naming the path, is printed already).
+        Err(_) => ExitCode::from(2),
+        Ok(()) => outcome.exit_code(),
     }
+}
+
+/// Checks the report folder can be created and the `--junit` file opened for writing (without
+/// truncating an existing one). The error names the path.
+fn check_writable(reports: &std::path::Path, junit: Option<&std::path::Path>) -> Result<(), String> {
+    std::fs::create_dir_all(reports).map_err(|e| format!("--reports {}: cannot create: {e}", reports.display()))?;
+    let probe = reports.join(format!(".podlife-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--reports {}: cannot write: {e}", reports.display()))?;
+    if let Some(p) = junit {
+        if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("--junit {}: cannot create {}: {e}", p.display(), parent.display()))?;
+        }
+        let existed = p.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .map_err(|e| format!("--junit {}: cannot write: {e}", p.display()))?;
+        // An empty file would read as a broken JUnit report if the run stops before writing it.
+        if !existed {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(())
 }
 
 fn images_cmd(args: ImagesArgs) -> ExitCode {

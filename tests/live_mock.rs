@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use podlife::cluster::{Cluster, ClusterError};
 use podlife::results::CaseStatus;
-use podlife::run::{RunOptions, RunOutcome, run_live};
+use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
 use support::fake_api::{self, FakeState};
 
 fn recordings() -> PathBuf {
@@ -34,6 +34,8 @@ fn opts(reports: &Path) -> RunOptions {
         images: Default::default(),
         connect: Default::default(),
         cleanup_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        api_outage_budget: Duration::from_secs(10),
         settle: Duration::from_millis(500),
         quiet: true,
         // libtest-style lines go to a file: inside `cargo test` they would read as our results.
@@ -43,6 +45,7 @@ fn opts(reports: &Path) -> RunOptions {
         certify: false,
         upstream_applicable: vec![],
         target: Default::default(),
+        panic_in_case: None,
     }
 }
 
@@ -84,7 +87,7 @@ fn env(setup: impl FnOnce(&mut FakeState)) -> Env {
     }
 }
 
-fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, ClusterError> {
+fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, RunError> {
     let cases = suite(e.dir.path(), body);
     let mut out = run_live(o, cases, e.cluster.clone(), "testrun1".into(), &e.rt)?;
     let published = podlife::report::publish(
@@ -128,7 +131,7 @@ fn passing_case_creates_applies_watches_follows_and_cleans_up() {
     let c = &out.summary.cases[0];
     assert!(!out.any_failed);
     let f = e.fake.lock().unwrap();
-    let ns = "podlife-testrun1-restart-never-success";
+    let ns = "podlife-testrun1-mock-restart-never-success";
     assert_eq!(f.count("POST /api/v1/namespaces?"), 1);
     assert_eq!(f.namespace_labels[ns]["podlife.dev/run"], "testrun1");
     let apply = format!("PATCH /api/v1/namespaces/{ns}/pods/restart-never-success?");
@@ -218,7 +221,7 @@ fn forbidden_at_preflight_is_one_clear_error_and_touches_nothing() {
         .err()
         .expect("preflight must fail");
     let msg = err.to_string();
-    assert!(matches!(err, ClusterError::Forbidden(_)));
+    assert!(matches!(err, RunError::Cluster(ClusterError::Forbidden(_))));
     assert!(msg.contains("may not create namespaces"), "{msg}");
     assert_eq!(msg.lines().count(), 1);
     let f = e.fake.lock().unwrap();
@@ -316,7 +319,7 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
     assert_eq!(out.summary.cases[0].status, CaseStatus::Interrupted);
     let f = e.fake.lock().unwrap();
     assert_eq!(
-        f.count("DELETE /api/v1/namespaces/podlife-testrun1-sigterm-handled"),
+        f.count("DELETE /api/v1/namespaces/podlife-testrun1-mock-sigterm-handled"),
         1,
         "{:#?}",
         f.requests
@@ -404,4 +407,267 @@ cases:
             .contains_key("old"),
         "null removes the key"
     );
+}
+
+/// Loads several suite files (name, body) as one run's cases.
+fn suites(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
+    let mut paths = vec![];
+    for (name, body) in files {
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, body.replace("REC", &recordings().display().to_string())).unwrap();
+        paths.push(path);
+    }
+    let suites = podlife::suite::load_suites(&paths).unwrap_or_else(|e| panic!("{e:?}"));
+    suites
+        .iter()
+        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
+        .collect()
+}
+
+/// Runs on a thread and fails the test if the run does not end within `bound` (a generous
+/// ceiling against hanging forever, not a timing claim).
+fn run_bounded(e: &Env, o: &RunOptions, body: &str, bound: Duration) -> RunOutcome {
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        s.spawn(move || {
+            let _ = tx.send(run(e, o, body));
+        });
+        match rx.recv_timeout(bound) {
+            Ok(r) => r.unwrap(),
+            Err(_) => {
+                eprintln!("the run did not end within {bound:?}");
+                std::process::exit(101);
+            }
+        }
+    })
+}
+
+#[test]
+fn preexisting_namespace_with_podlifes_name_is_an_error_and_never_deleted() {
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    let e = env(|f| f.add_namespace(ns, serde_json::json!({"team": "payments"}), "2026-11-30T10:00:00Z"));
+    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error, "{:#?}", c.attempts);
+    let err = c.last().unwrap().error.clone().unwrap();
+    assert!(err.contains("409") && err.contains("not created by this run"), "{err}");
+    assert!(!c.last().unwrap().cleanup.deleted);
+    let f = e.fake.lock().unwrap();
+    assert_eq!(
+        f.count(&format!("DELETE /api/v1/namespaces/{ns}")),
+        0,
+        "{:#?}",
+        f.requests
+    );
+    assert_eq!(f.count("PATCH"), 0, "nothing applied into someone else's namespace");
+    assert!(f.namespace_exists(ns));
+    assert_eq!(out.summary.errors, 1);
+    assert!(out.any_failed);
+}
+
+#[test]
+fn namespace_replaced_by_someone_else_is_not_deleted() {
+    // Our namespace is created, then (simulated) deleted and recreated by someone else under the
+    // same name before cleanup: the UID precondition makes the server refuse our DELETE.
+    let e = env(|_| {});
+    let fake = e.fake.clone();
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    let swapper = std::thread::spawn(move || {
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(20));
+            let mut f = fake.lock().unwrap();
+            if f.count("PATCH /api/v1/namespaces/") > 0 {
+                f.add_namespace(ns, serde_json::json!({"team": "payments"}), "2026-11-30T10:00:00Z");
+                return;
+            }
+        }
+    });
+    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    swapper.join().unwrap();
+    let f = e.fake.lock().unwrap();
+    assert_eq!(f.refused_deletes, vec![ns.to_string()], "{:#?}", f.requests);
+    assert!(f.namespace_exists(ns), "someone else's namespace survives");
+    assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
+}
+
+#[test]
+fn two_suites_with_a_same_named_case_run_concurrently_in_their_own_namespaces() {
+    let e = env(|_| {});
+    let alpha = NEVER_SUCCESS.replace("name: mock", "name: alpha");
+    let beta = NEVER_SUCCESS.replace("name: mock", "name: beta");
+    let cases = suites(e.dir.path(), &[("alpha", &alpha), ("beta", &beta)]);
+    let mut o = opts(e.dir.path());
+    o.test_threads = 2;
+    let out = run_live(&o, cases, e.cluster.clone(), "testrun1".into(), &e.rt).unwrap();
+    for c in &out.summary.cases {
+        assert_eq!(c.status, CaseStatus::Passed, "{}: {:#?}", c.full_name(), c.attempts);
+    }
+    let f = e.fake.lock().unwrap();
+    for ns in [
+        "podlife-testrun1-alpha-restart-never-success",
+        "podlife-testrun1-beta-restart-never-success",
+    ] {
+        assert_eq!(
+            f.count(&format!("DELETE /api/v1/namespaces/{ns}?")),
+            1,
+            "{:#?}",
+            f.requests
+        );
+        assert!(f.namespace_labels.contains_key(ns));
+    }
+    assert_eq!(f.count("POST /api/v1/namespaces?"), 2);
+    assert!(f.refused_deletes.is_empty());
+}
+
+#[test]
+fn repeat_and_retries_never_reuse_a_namespace_name() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.repeat = 2;
+    let out = run(&e, &o, NEVER_SUCCESS).unwrap();
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Passed);
+    let names: Vec<String> = out.summary.cases[0]
+        .attempts
+        .iter()
+        .map(|a| a.cleanup.namespace.clone().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "podlife-testrun1-mock-restart-never-success",
+            "podlife-testrun1-mock-restart-never-success-2"
+        ]
+    );
+}
+
+#[test]
+fn a_request_that_never_answers_errors_the_case_within_its_bounds() {
+    // The apply is accepted and never answered; so is every namespace DELETE.
+    let e = env(|f| {
+        f.hang = vec!["PATCH /api/v1/namespaces/".into(), "DELETE /api/v1/namespaces/".into()];
+    });
+    let mut o = opts(e.dir.path());
+    o.request_timeout = Duration::from_millis(500);
+    o.api_outage_budget = Duration::from_secs(1);
+    o.cleanup_timeout = Duration::from_secs(1);
+    let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(60));
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error, "{:#?}", c.attempts);
+    let err = c.last().unwrap().error.clone().unwrap();
+    assert!(err.contains("apply pod") && err.contains("no answer within"), "{err}");
+    // The DELETE itself never answered: cleanup gave up at --cleanup-timeout and says so.
+    assert!(
+        out.summary.leftovers.iter().any(|l| l.contains("delete namespace")),
+        "{:?}",
+        out.summary.leftovers
+    );
+    assert!(out.any_failed);
+}
+
+#[test]
+fn cancel_ends_a_request_that_never_answers() {
+    let e = env(|f| f.hang = vec!["PATCH /api/v1/namespaces/".into()]);
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut o = opts(e.dir.path());
+    // Far longer than the test bound: only the cancel can end the request.
+    o.request_timeout = Duration::from_secs(600);
+    o.api_outage_budget = Duration::from_secs(600);
+    o.cancel = Some(rx);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        tx.send(true).unwrap();
+    });
+    let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(60));
+    assert!(out.summary.interrupted);
+    assert_eq!(out.summary.interrupted_by.as_deref(), Some("cancel"));
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Interrupted);
+    assert_eq!(out.summary.interrupted_cases, 1);
+    let f = e.fake.lock().unwrap();
+    assert_eq!(
+        f.count("DELETE /api/v1/namespaces/podlife-testrun1-mock-restart-never-success?"),
+        1,
+        "the namespace is deleted after the interrupt: {:#?}",
+        f.requests
+    );
+}
+
+#[test]
+fn a_case_that_panics_is_an_error_in_every_report() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.panic_in_case = Some("mock::restart-never-success".into());
+    o.certify = true;
+    o.upstream_applicable = vec!["some upstream test".into()];
+    let body = NEVER_SUCCESS.replace(
+        "    manifest: REC/restart-never-success/manifest.yaml\n",
+        "    manifest: REC/restart-never-success/manifest.yaml\n    upstream: [some upstream test]\n",
+    );
+    let out = run(&e, &o, &body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error);
+    assert!(
+        c.last().unwrap().error.as_deref().unwrap().contains("podlife panicked"),
+        "{:?}",
+        c.last().unwrap().error
+    );
+    assert_eq!((out.summary.errors, out.summary.failed, out.summary.passed), (1, 0, 0));
+    assert!(out.any_failed);
+    assert_eq!(out.exit_code(), std::process::ExitCode::from(1));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.report_dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["errors"], 1);
+    assert_eq!(summary["cases"][0]["status"], "error");
+    let xml = std::fs::read_to_string(out.report_dir.join("junit.xml")).unwrap();
+    let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    assert_eq!((report.tests, report.errors), (1, 1), "{xml}");
+    assert!(xml.contains("podlife panicked"), "{xml}");
+    // Neither certified nor refuted.
+    let area = &out.summary.certification[0];
+    assert_eq!(area.verdict, podlife::results::stats::AreaVerdict::Undecided);
+    let up = out.summary.upstream.as_ref().unwrap();
+    assert!(
+        up.certified.is_empty() && up.undecided == ["some upstream test"],
+        "{up:?}"
+    );
+}
+
+#[test]
+fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
+    let e = env(|_| {});
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let mut o = opts(e.dir.path());
+    o.cancel = Some(rx);
+    o.test_threads = 1;
+    o.certify = true;
+    let slow = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n");
+    let body = format!(
+        "{slow}\n  - name: restart-never-success\n    manifest: REC/restart-never-success/manifest.yaml\n    expect:\n      - phase: Succeeded\n"
+    );
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(2500));
+        tx.send(true).unwrap();
+    });
+    let out = run(&e, &o, &body).unwrap();
+    let by = |n: &str| out.summary.cases.iter().find(|c| c.case == n).unwrap();
+    assert_eq!(by("sigterm-handled").status, CaseStatus::Interrupted);
+    assert_eq!(by("restart-never-success").status, CaseStatus::NotRun);
+    let s = &out.summary;
+    assert_eq!((s.failed, s.errors, s.interrupted_cases, s.not_run), (0, 0, 1, 1));
+    assert_eq!(
+        s.counts_line(),
+        "cases: 0 passed, 0 flaky, 0 failed, 0 errors, 0 ignored, 1 interrupted, 1 not run"
+    );
+    assert_eq!(out.exit_code(), std::process::ExitCode::from(130));
+    assert!(
+        s.certification
+            .iter()
+            .all(|a| a.verdict == podlife::results::stats::AreaVerdict::Undecided && a.failed == 0),
+        "{:#?}",
+        s.certification
+    );
+    let console = std::fs::read_to_string(e.dir.path().join("console.log")).unwrap();
+    assert!(!console.contains("FAILED"), "{console}");
+    let xml = std::fs::read_to_string(out.report_dir.join("junit.xml")).unwrap();
+    let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    assert_eq!((report.tests, report.failures, report.errors), (2, 0, 0), "{xml}");
 }

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 /// Label every podlife namespace carries: the run id.
 pub const RUN_LABEL: &str = "podlife.dev/run";
 pub const CASE_LABEL: &str = "podlife.dev/case";
+pub const SUITE_LABEL: &str = "podlife.dev/suite";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const FIELD_MANAGER: &str = "podlife";
 
@@ -37,7 +38,26 @@ pub enum ClusterError {
     #[error("no Ready node: {0}")]
     NoReadyNode(String),
     #[error("{what}: {reason}")]
-    Api { what: String, reason: String },
+    Api {
+        what: String,
+        reason: String,
+        /// The HTTP status the server answered with, when it answered.
+        code: Option<u16>,
+    },
+    /// The API did not answer, or answered that it cannot right now (429, 5xx): worth a retry.
+    #[error("{what}: {reason}")]
+    Unavailable { what: String, reason: String },
+    /// The run was interrupted while the request was outstanding.
+    #[error("interrupted")]
+    Interrupted,
+}
+
+impl ClusterError {
+    /// Whether trying again later may succeed (the API server is restarting, overloaded or
+    /// unreachable), as opposed to an answer that will not change.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ClusterError::Unavailable { .. })
+    }
 }
 
 /// One-line description of a kube error (`403 Forbidden: pods is forbidden: ...`).
@@ -49,14 +69,29 @@ pub fn describe(e: &kube::Error) -> String {
 }
 
 fn api_err(what: impl Into<String>, e: &kube::Error) -> ClusterError {
-    if let kube::Error::Api(s) = e
-        && s.code == 403
-    {
-        return ClusterError::Forbidden(format!("{}: {}", what.into(), s.message));
-    }
-    ClusterError::Api {
-        what: what.into(),
-        reason: describe(e),
+    let what = what.into();
+    match e {
+        kube::Error::Api(s) if s.code == 403 => ClusterError::Forbidden(format!("{what}: {}", s.message)),
+        // Throttled or a server-side failure (etcd timeout, apiserver restarting behind a proxy).
+        kube::Error::Api(s) if matches!(s.code, 429 | 500 | 502 | 503 | 504) => ClusterError::Unavailable {
+            what,
+            reason: describe(e),
+        },
+        kube::Error::Api(s) => ClusterError::Api {
+            what,
+            reason: describe(e),
+            code: Some(s.code),
+        },
+        // No answer at all: connection refused or reset, TLS or read timeouts.
+        kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unavailable {
+            what,
+            reason: describe(e),
+        },
+        _ => ClusterError::Api {
+            what,
+            reason: describe(e),
+            code: None,
+        },
     }
 }
 
@@ -193,6 +228,16 @@ impl Cluster {
                 reason: one_line(&e),
             })?,
         };
+        let mut config = config;
+        // kube sets no read timeout by default: a server that accepts the connection and never
+        // answers would hang a request forever. Each request is also bounded by podlife itself
+        // (`--request-timeout`); this is the transport's backstop, above the 290 s a watch may
+        // legitimately stay silent before the server ends it.
+        config.connect_timeout = Some(CONNECT_TIMEOUT);
+        config.read_timeout = Some(READ_TIMEOUT);
+        // Count the read timeout from when a request is sent, not from when its pooled
+        // connection went idle.
+        config.reset_reader_on_write = true;
         let client = Client::try_from(config).map_err(|e| ClusterError::NoConfig {
             tried: tried.clone(),
             reason: one_line(&e),
@@ -289,6 +334,7 @@ impl Cluster {
                     return Err(ClusterError::Api {
                         what: format!("--runtime-class {rc}"),
                         reason: "no such RuntimeClass".into(),
+                        code: Some(404),
                     });
                 }
                 Err(e) => return Err(api_err(format!("get runtimeclass {rc}"), &e)),
@@ -343,19 +389,50 @@ impl Cluster {
             .map_err(|e| api_err("create selfsubjectaccessreviews", &e))?;
         Ok(r.status.is_some_and(|s| s.allowed))
     }
+}
 
-    /// Namespaces labelled with a run id (to list leftovers of this or an interrupted run).
-    pub async fn namespaces_of_run(&self, run_id: Option<&str>) -> Result<Vec<String>, ClusterError> {
-        let sel = match run_id {
-            Some(r) => format!("{RUN_LABEL}={r}"),
-            None => RUN_LABEL.to_string(),
-        };
-        let list = Api::<Namespace>::all(self.client.clone())
-            .list(&ListParams::default().labels(&sel))
-            .await
-            .map_err(|e| api_err("list namespaces", &e))?;
-        Ok(list.items.into_iter().filter_map(|n| n.metadata.name).collect())
-    }
+/// A namespace carrying podlife's labels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PodlifeNamespace {
+    pub name: String,
+    pub uid: String,
+    pub run: String,
+    pub suite: Option<String>,
+    pub case: Option<String>,
+    pub created: Option<jiff::Timestamp>,
+    /// Being deleted already.
+    pub terminating: bool,
+}
+
+/// Namespaces podlife created (labelled `podlife.dev/run` and managed by podlife), of one run or
+/// of all runs.
+pub async fn namespaces_labelled(client: &Client, run_id: Option<&str>) -> Result<Vec<PodlifeNamespace>, ClusterError> {
+    let sel = match run_id {
+        Some(r) => format!("{RUN_LABEL}={r},{MANAGED_BY}=podlife"),
+        None => format!("{RUN_LABEL},{MANAGED_BY}=podlife"),
+    };
+    let list = Api::<Namespace>::all(client.clone())
+        .list(&ListParams::default().labels(&sel))
+        .await
+        .map_err(|e| api_err("list namespaces", &e))?;
+    let mut out: Vec<PodlifeNamespace> = list
+        .items
+        .into_iter()
+        .filter_map(|n| {
+            let labels = n.metadata.labels.unwrap_or_default();
+            Some(PodlifeNamespace {
+                name: n.metadata.name?,
+                uid: n.metadata.uid?,
+                run: labels.get(RUN_LABEL)?.clone(),
+                suite: labels.get(SUITE_LABEL).cloned(),
+                case: labels.get(CASE_LABEL).cloned(),
+                created: n.metadata.creation_timestamp.map(|t| t.0),
+                terminating: n.metadata.deletion_timestamp.is_some(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
 }
 
 fn one_line(e: &dyn std::fmt::Display) -> String {
@@ -381,12 +458,32 @@ fn node_info(n: &Node) -> NodeInfo {
     }
 }
 
-/// The API calls one case makes, counted (watches and log streams separately).
+/// Bound on opening a TCP+TLS connection to the API server.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Bound on silence while reading an answer: above the 290 s the watcher asks the server to
+/// keep a watch open, so only a server that stopped answering trips it.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long one ordinary request (create, apply, patch, delete, get) may take by default before
+/// podlife gives up on it: far above a healthy apiserver's latency (milliseconds), well below a
+/// case timeout. `--request-timeout` overrides it.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Pause between tries while the API is unavailable (doubling up to `MAX_RETRY_PAUSE`).
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
+/// Longest pause between tries: an apiserver restart takes tens of seconds, so checking every
+/// few seconds notices its return soon enough without flooding it on the way back.
+const MAX_RETRY_PAUSE: Duration = Duration::from_secs(4);
+
+/// The API calls one case makes, counted (watches and log streams separately), each bounded in
+/// time and raced against the run's cancellation.
 #[derive(Clone)]
 pub struct CaseApi {
     pub client: Client,
     pub namespace: String,
     requests: Arc<AtomicU64>,
+    request_timeout: Duration,
+    cancel: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl CaseApi {
@@ -395,7 +492,17 @@ impl CaseApi {
             client,
             namespace: namespace.to_string(),
             requests: Arc::new(AtomicU64::new(0)),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            cancel: None,
         }
+    }
+
+    /// Bounds every request by `timeout` and abandons it when `cancel` flips to true (Ctrl-C).
+    /// Cleanup requests ignore `cancel`: they are what an interrupt is followed by.
+    pub fn bounded(mut self, timeout: Duration, cancel: Option<tokio::sync::watch::Receiver<bool>>) -> Self {
+        self.request_timeout = timeout;
+        self.cancel = cancel;
+        self
     }
 
     /// Non-watch requests made so far (namespace, apply, delete, log fetches).
@@ -411,29 +518,131 @@ impl CaseApi {
         Api::namespaced(self.client.clone(), &self.namespace)
     }
 
-    /// Creates the case namespace with the run labels.
-    pub async fn create_namespace(&self, run_id: &str, case: &str) -> Result<(), ClusterError> {
+    /// Sends one request: bounded by the request timeout (and `deadline`, if earlier), abandoned
+    /// on cancellation when `cancellable`.
+    async fn call<T>(
+        &self,
+        what: &str,
+        deadline: Option<tokio::time::Instant>,
+        cancellable: bool,
+        request: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ClusterError> {
         self.count();
+        let mut limit = tokio::time::Instant::now() + self.request_timeout;
+        if let Some(d) = deadline {
+            limit = limit.min(d);
+        }
+        let after = limit.saturating_duration_since(tokio::time::Instant::now());
+        let mut cancel = self.cancel.clone().filter(|_| cancellable);
+        let cancelled = async {
+            match cancel.as_mut() {
+                Some(rx) => {
+                    let _ = rx.wait_for(|v| *v).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            r = request => r.map_err(|e| api_err(what, &e)),
+            _ = tokio::time::sleep_until(limit) => Err(ClusterError::Unavailable {
+                what: what.to_string(),
+                reason: format!("no answer within {}", crate::util::fmt_secs(after.as_secs_f64())),
+            }),
+            _ = cancelled => Err(ClusterError::Interrupted),
+        }
+    }
+
+    /// Retries `attempt` while the API is unavailable (connection refused, timeouts, 429, 5xx),
+    /// with back-off, until it answers or `budget` has passed; cancellation ends it at once.
+    async fn retrying<T, F, Fut>(&self, budget: Duration, mut attempt: F) -> Result<T, ClusterError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, ClusterError>>,
+    {
+        let give_up = tokio::time::Instant::now() + budget;
+        let mut pause = FIRST_RETRY_PAUSE;
+        loop {
+            match attempt().await {
+                Err(e) if e.is_transient() && tokio::time::Instant::now() + pause < give_up => {
+                    if self.sleep_or_cancel(pause).await {
+                        return Err(ClusterError::Interrupted);
+                    }
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Sleeps; true when cancelled meanwhile.
+    async fn sleep_or_cancel(&self, d: Duration) -> bool {
+        let Some(mut rx) = self.cancel.clone() else {
+            tokio::time::sleep(d).await;
+            return false;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(d) => false,
+            _ = rx.wait_for(|v| *v) => true,
+        }
+    }
+
+    /// Creates the case namespace with the run labels and returns its UID, waiting up to
+    /// `outage_budget` for an unavailable API. A name that already exists is an error — the
+    /// namespace is not ours and is never deleted — unless it carries this run's label and case
+    /// (our own earlier try whose answer was lost in an outage), which is adopted.
+    pub async fn create_namespace(
+        &self,
+        run_id: &str,
+        suite: &str,
+        case: &str,
+        outage_budget: Duration,
+    ) -> Result<String, ClusterError> {
         let ns: Namespace = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {
                 "name": self.namespace,
-                "labels": { RUN_LABEL: run_id, CASE_LABEL: case, MANAGED_BY: "podlife" }
+                "labels": { RUN_LABEL: run_id, SUITE_LABEL: suite, CASE_LABEL: case, MANAGED_BY: "podlife" }
             }
         }))
         .expect("static namespace object");
-        Api::<Namespace>::all(self.client.clone())
-            .create(&PostParams::default(), &ns)
-            .await
-            .map_err(|e| api_err(format!("create namespace {}", self.namespace), &e))?;
-        Ok(())
+        let api = Api::<Namespace>::all(self.client.clone());
+        let what = format!("create namespace {}", self.namespace);
+        let pp = PostParams::default();
+        let created = self
+            .retrying(outage_budget, || self.call(&what, None, true, api.create(&pp, &ns)))
+            .await;
+        match created {
+            Ok(n) => n.metadata.uid.ok_or_else(|| ClusterError::Api {
+                what,
+                reason: "the server returned no uid".into(),
+                code: None,
+            }),
+            Err(ClusterError::Api { code: Some(409), .. }) => {
+                let get = format!("get namespace {}", self.namespace);
+                let existing = self
+                    .retrying(outage_budget, || self.call(&get, None, true, api.get(&self.namespace)))
+                    .await?;
+                let labels = existing.metadata.labels.unwrap_or_default();
+                let ours = labels.get(RUN_LABEL).map(String::as_str) == Some(run_id)
+                    && labels.get(CASE_LABEL).map(String::as_str) == Some(case);
+                match existing.metadata.uid {
+                    Some(uid) if ours && existing.metadata.deletion_timestamp.is_none() => Ok(uid),
+                    _ => Err(ClusterError::Api {
+                        what,
+                        reason: "409 AlreadyExists: a namespace of that name exists and was not created by this run; podlife leaves it alone".into(),
+                        code: Some(409),
+                    }),
+                }
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Server-side apply of the pod as an untyped object, so fields newer than our
-    /// k8s-openapi are sent as written.
-    pub async fn apply_pod(&self, pod: &serde_json::Value) -> Result<String, ClusterError> {
-        self.count();
+    /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
+    /// unavailable API.
+    pub async fn apply_pod(&self, pod: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
         let name = pod
             .pointer("/metadata/name")
             .and_then(|v| v.as_str())
@@ -443,55 +652,99 @@ impl CaseApi {
         pod["metadata"]["namespace"] = serde_json::Value::String(self.namespace.clone());
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
-        api.patch(&name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&pod))
-            .await
-            .map_err(|e| api_err(format!("apply pod {}/{name}", self.namespace), &e))?;
+        let what = format!("apply pod {}/{name}", self.namespace);
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        let patch = Patch::Apply(&pod);
+        self.retrying(outage_budget, || {
+            self.call(&what, None, true, api.patch(&name, &pp, &patch))
+        })
+        .await?;
         Ok(name)
     }
 
     /// Merge-patches the pod (labels and annotations).
     pub async fn patch_pod(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
-        self.count();
-        self.pods()
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|e| api_err(format!("patch pod {}/{name}", self.namespace), &e))?;
+        let what = format!("patch pod {}/{name}", self.namespace);
+        self.call(
+            &what,
+            None,
+            true,
+            self.pods().patch(name, &PatchParams::default(), &Patch::Merge(patch)),
+        )
+        .await?;
         Ok(())
     }
 
     /// Deletes the pod, optionally overriding the grace period.
     pub async fn delete_pod(&self, name: &str, grace: Option<i64>) -> Result<(), ClusterError> {
-        self.count();
         let mut dp = DeleteParams::background();
         if let Some(g) = grace {
             dp.grace_period_seconds = Some(u32::try_from(g).unwrap_or(0));
         }
-        match self.pods().delete(name, &dp).await {
+        let what = format!("delete pod {}/{name}", self.namespace);
+        match self.call(&what, None, true, self.pods().delete(name, &dp)).await {
             Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(api_err(format!("delete pod {}/{name}", self.namespace), &e)),
+            Err(ClusterError::Api { code: Some(404), .. }) => Ok(()),
+            Err(e) => Err(e),
         }
     }
 
-    /// Deletes the namespace and waits (bounded) until it is gone. Returns false when it is
-    /// still there at the deadline.
-    pub async fn delete_namespace(&self, wait: Duration) -> Result<bool, ClusterError> {
-        self.count();
+    /// Deletes the namespace this run created (the DELETE carries its UID as a precondition, so
+    /// a namespace of the same name that is not ours is never touched) and waits until it is
+    /// gone. Everything, the DELETE included, ends by `wait`: while the API is unavailable the
+    /// request is retried until then. Returns false when the namespace is still there at the end.
+    pub async fn delete_namespace(&self, uid: &str, wait: Duration) -> Result<bool, ClusterError> {
+        let deadline = tokio::time::Instant::now() + wait;
         let api = Api::<Namespace>::all(self.client.clone());
-        let uid = match api.delete(&self.namespace, &DeleteParams::background()).await {
-            Ok(either) => either.left().and_then(|ns| ns.metadata.uid),
-            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(true),
-            Err(e) => return Err(api_err(format!("delete namespace {}", self.namespace), &e)),
-        };
-        let Some(uid) = uid else { return Ok(true) };
-        let cond = kube::runtime::wait::conditions::is_deleted::<Namespace>(&uid);
-        match tokio::time::timeout(wait, kube::runtime::wait::await_condition(api, &self.namespace, cond)).await {
-            Ok(Ok(_)) => Ok(true),
-            Ok(Err(e)) => Err(ClusterError::Api {
-                what: format!("wait for namespace {} to go", self.namespace),
-                reason: e.to_string(),
-            }),
-            Err(_) => Ok(false),
+        let mut dp = DeleteParams::background();
+        dp.preconditions = Some(kube::api::Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        });
+        let what = format!("delete namespace {}", self.namespace);
+        let mut pause = FIRST_RETRY_PAUSE;
+        loop {
+            match self
+                .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
+                .await
+            {
+                Ok(_) => break,
+                // Gone already, or replaced by a namespace that is not ours (UID precondition).
+                Err(ClusterError::Api {
+                    code: Some(404 | 409), ..
+                }) => return Ok(true),
+                Err(e) if e.is_transient() => {
+                    if tokio::time::Instant::now() + pause >= deadline {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        // Wait for it to go: a watch (which resumes by itself), restarted after an error until
+        // the deadline, so an API blip during the wait does not end cleanup.
+        loop {
+            let cond = kube::runtime::wait::conditions::is_deleted::<Namespace>(uid);
+            let waited = tokio::time::timeout_at(
+                deadline,
+                kube::runtime::wait::await_condition(api.clone(), &self.namespace, cond),
+            )
+            .await;
+            match waited {
+                Ok(Ok(_)) => return Ok(true),
+                Err(_) => return Ok(false),
+                Ok(Err(_)) => {
+                    if tokio::time::timeout_at(deadline, tokio::time::sleep(pause))
+                        .await
+                        .is_err()
+                    {
+                        return Ok(false);
+                    }
+                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                }
+            }
         }
     }
 }

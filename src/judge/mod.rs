@@ -3,6 +3,7 @@
 
 pub mod marks;
 pub mod measure;
+pub mod sequence;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,7 @@ use crate::suite::model::*;
 use crate::suite::types::{Count, InstanceSel};
 use crate::util::fmt_secs;
 use marks::{Hit, compile, resolve};
+use sequence::{SeqMatch, Subject, match_sequence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,19 +185,38 @@ pub fn phase_sequence(tl: &Timeline) -> Vec<String> {
 
 fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
     let seen = phase_sequence(tl);
-    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let want: Vec<String> = seq.iter().map(|p| p.as_str().to_string()).collect();
     let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
-    if seen.iter().map(String::as_str).eq(want.iter().copied()) {
-        if tl.settled() {
-            pass(format!("phases {}", want.join(" → ")))
-        } else {
-            undecided(format!("phases: {shown} so far"))
-        }
-    } else if !tl.settled() && want.starts_with(&seen.iter().map(String::as_str).collect::<Vec<_>>()) {
-        undecided(format!("phases: {shown} so far"))
-    } else {
-        fail(format!("phases: {shown}"))
+    match match_sequence(Subject::Phase, &want, &seen, tl, tl.settled()) {
+        SeqMatch::Exact if tl.settled() => pass(format!("phases {}", want.join(" → "))),
+        SeqMatch::Skipped(skips) if tl.settled() => pass(format!(
+            "phases {} ({}; {})",
+            seen.join(" → "),
+            shown,
+            skipped_note(&skips)
+        )),
+        SeqMatch::Exact | SeqMatch::Skipped(_) | SeqMatch::Prefix => undecided(format!("phases: {shown} so far")),
+        SeqMatch::Unproven(u) if !tl.complete => undecided(format!(
+            "phases: {shown}; waiting for proof that {} happened (a container's log or start)",
+            u.join(", ")
+        )),
+        SeqMatch::Unproven(u) => fail(format!(
+            "phases: {shown}; {} not observed and nothing proves it happened (no regular container logged or has a real startedAt)",
+            u.join(", ")
+        )),
+        SeqMatch::Mismatch => fail(format!("phases: {shown}")),
     }
+}
+
+/// Evidence for states the API skipped: which, why that is allowed, and the proof.
+fn skipped_note(skips: &[(String, String)]) -> String {
+    skips
+        .iter()
+        .map(|(state, proof)| {
+            format!("{state} not shown by the API (the kubelet's status manager batches its writes), but {proof}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn container(c: &ContainerExpect, tl: &Timeline) -> J {
@@ -383,11 +404,20 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     let ty = &c.r#type;
     let mut problems = vec![];
     let mut early_fail = false;
+    let mut notes = String::new();
     if let Some(want) = &c.sequence {
         let want: Vec<String> = want.iter().map(|s| format!("{s:?}")).collect();
-        if seq != want {
-            problems.push(format!("expected sequence [{}]", want.join(" → ")));
-            if !want.starts_with(&seq) {
+        let expected = format!("expected sequence [{}]", want.join(" → "));
+        match match_sequence(Subject::Condition(ty), &want, &seq, tl, tl.complete) {
+            SeqMatch::Exact => {}
+            SeqMatch::Skipped(skips) => notes = format!(" ({expected}; {})", skipped_note(&skips)),
+            SeqMatch::Prefix => problems.push(expected),
+            SeqMatch::Unproven(u) => problems.push(format!(
+                "{expected}; {} not observed and nothing proves it happened",
+                u.join(", ")
+            )),
+            SeqMatch::Mismatch => {
+                problems.push(expected);
                 early_fail = true;
             }
         }
@@ -407,7 +437,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     }
     if problems.is_empty() {
         if tl.complete {
-            pass(format!("condition {ty}: observed {seen}"))
+            pass(format!("condition {ty}: observed {seen}{notes}"))
         } else {
             undecided(format!("condition {ty}: observed {seen} so far"))
         }

@@ -75,7 +75,7 @@ fn ordered(s: &RunSummary) -> Vec<&CaseReport> {
         CaseStatus::Failed | CaseStatus::Error | CaseStatus::Interrupted => 0,
         CaseStatus::Flaky => 1,
         CaseStatus::Passed => 2,
-        CaseStatus::Ignored => 3,
+        CaseStatus::Ignored | CaseStatus::NotRun => 3,
     };
     let mut v: Vec<&CaseReport> = s.cases.iter().collect();
     v.sort_by_cached_key(|c| (group(c.status), c.full_name()));
@@ -90,6 +90,7 @@ fn status_name(st: CaseStatus) -> &'static str {
         CaseStatus::Error => "error",
         CaseStatus::Ignored => "ignored",
         CaseStatus::Interrupted => "interrupted",
+        CaseStatus::NotRun => "not-run",
     }
 }
 
@@ -129,7 +130,11 @@ fn header(out: &mut String, s: &RunSummary) {
         esc(&when(s.started)),
         esc(&when(s.finished)),
         esc(&fmt_secs(dur)),
-        if s.interrupted { " · <b>interrupted</b>" } else { "" }
+        match &s.interrupted_by {
+            Some(by) if s.interrupted => format!(" · <b>interrupted ({})</b>", esc(by)),
+            _ if s.interrupted => " · <b>interrupted</b>".to_string(),
+            _ => String::new(),
+        }
     );
     out.push_str("<p class=\"counts\">");
     for (n, label, class) in [
@@ -141,6 +146,15 @@ fn header(out: &mut String, s: &RunSummary) {
     ] {
         let zero = if n == 0 { " zero" } else { "" };
         let _ = write!(out, "<span class=\"count c-{class}{zero}\"><b>{n}</b> {label}</span> ");
+    }
+    // Only an interrupted run has these; other reports stay as they were.
+    for (n, label, class) in [
+        (s.interrupted_cases, "interrupted", "interrupted"),
+        (s.not_run, "not run", "not-run"),
+    ] {
+        if n > 0 {
+            let _ = write!(out, "<span class=\"count c-{class}\"><b>{n}</b> {label}</span> ");
+        }
     }
     out.push_str("</p>\n");
     if !s.leftovers.is_empty() {
@@ -219,7 +233,8 @@ fn index(out: &mut String, cases: &[&CaseReport]) {
 fn index_row(out: &mut String, c: &CaseReport) {
     let note = match c.status {
         CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
-        CaseStatus::Interrupted => "interrupted (Ctrl-C)".into(),
+        CaseStatus::Interrupted => "interrupted before it finished".into(),
+        CaseStatus::NotRun => "not run: the run was interrupted first".into(),
         CaseStatus::Failed | CaseStatus::Error => crate::results::first_problem(c.last()),
         CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
         CaseStatus::Passed => String::new(),
@@ -310,7 +325,8 @@ fn case(out: &mut String, c: &CaseReport) {
             let why = c.ignore_reason.as_deref().unwrap_or("ignored");
             let _ = writeln!(out, "<p class=\"why\">ignored: {}</p>", esc(why));
         }
-        CaseStatus::Interrupted => out.push_str("<p class=\"why\">interrupted (Ctrl-C) before it finished</p>\n"),
+        CaseStatus::Interrupted => out.push_str("<p class=\"why\">interrupted before it finished: no verdict</p>\n"),
+        CaseStatus::NotRun => out.push_str("<p class=\"why\">not run: the run was interrupted first</p>\n"),
         _ => {}
     }
     if let Some(a) = c.last() {
@@ -1273,7 +1289,7 @@ nav.index td{padding:2px 8px 2px 0;vertical-align:top;white-space:nowrap}
 nav.index td.note{white-space:normal;color:var(--mute);width:100%}
 a{color:#1f5fa8;text-decoration:none}
 .badge{display:inline-block;min-width:64px;text-align:center;padding:1px 7px;border-radius:10px;font-size:11px;font-weight:700;color:#fff;letter-spacing:.03em}
-.b-passed{background:var(--pass)}.b-failed,.b-error{background:var(--fail)}.b-interrupted{background:var(--int)}.b-flaky{background:var(--flaky)}.b-ignored{background:var(--ign)}
+.b-passed{background:var(--pass)}.b-failed,.b-error{background:var(--fail)}.b-interrupted,.b-not-run{background:var(--int)}.b-flaky{background:var(--flaky)}.b-ignored{background:var(--ign)}
 .legend{font-size:12px;color:var(--mute);margin:6px 0 10px}
 .sw{display:inline-block;width:14px;height:10px;margin:0 4px 0 10px;vertical-align:-1px;border-radius:2px}
 .sw-wait{background:#f2c14e}.sw-run{background:#43a047}.sw-unc{background:#b9dfbb}.sw-end{background:#455a64}.sw-endbad{background:#b71c1c}

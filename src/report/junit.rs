@@ -75,9 +75,15 @@ fn test_case(c: &CaseReport) -> TestCase {
             st.set_message(c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()));
             st
         }
+        // No verdict either way: skipped, with the reason (never a pass, never a node failure).
         CaseStatus::Interrupted => {
             let mut st = TestCaseStatus::skipped();
-            st.set_message("interrupted (Ctrl-C)");
+            st.set_message("interrupted before it finished");
+            st
+        }
+        CaseStatus::NotRun => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message("not run: the run was interrupted first");
             st
         }
     };

@@ -15,34 +15,61 @@ pub fn timeline_file(suite: &str, case: &str) -> String {
     format!("timelines/{suite}__{case}.json")
 }
 
+/// A report file or folder that could not be written, with its path.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {source}", path.display())]
+pub struct WriteError {
+    pub path: std::path::PathBuf,
+    pub source: std::io::Error,
+}
+
+fn mkdir(p: &Path) -> Result<(), WriteError> {
+    std::fs::create_dir_all(p).map_err(|source| WriteError {
+        path: p.to_path_buf(),
+        source,
+    })
+}
+
+fn write(p: &Path, contents: impl AsRef<[u8]>) -> Result<(), WriteError> {
+    std::fs::write(p, contents).map_err(|source| WriteError {
+        path: p.to_path_buf(),
+        source,
+    })
+}
+
 /// Writes `summary.json`, `junit.xml`, `index.html` and `timelines/` under `dir` (and the JUnit copy to
-/// `junit`, if given). Returns the paths written, for the console.
-pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> std::io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir.join("timelines"))?;
+/// `junit`, if given). Returns the paths written, for the console; an error names the path.
+pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> Result<Vec<String>, WriteError> {
+    let other = |p: &Path, e: &dyn std::fmt::Display| WriteError {
+        path: p.to_path_buf(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    mkdir(&dir.join("timelines"))?;
     for c in &mut summary.cases {
         if let Some(tl) = &c.timeline {
             let rel = timeline_file(&c.suite, &c.case);
-            let json = serde_json::to_string_pretty(tl).map_err(std::io::Error::other)?;
-            std::fs::write(dir.join(&rel), json)?;
+            let path = dir.join(&rel);
+            let json = serde_json::to_string_pretty(tl).map_err(|e| other(&path, &e))?;
+            write(&path, json)?;
             c.timeline_file = Some(rel);
         }
     }
     let xml = junit::junit_report(summary)
         .to_string()
-        .map_err(std::io::Error::other)?;
-    std::fs::write(dir.join("junit.xml"), &xml)?;
+        .map_err(|e| other(&dir.join("junit.xml"), &e))?;
+    write(&dir.join("junit.xml"), &xml)?;
     let mut paths = vec![dir.join("junit.xml").display().to_string()];
     if let Some(p) = junit {
         if let Some(parent) = p.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+            mkdir(parent)?;
         }
-        std::fs::write(p, &xml)?;
+        write(p, &xml)?;
         paths.push(p.display().to_string());
     }
-    let json = serde_json::to_string_pretty(summary).map_err(std::io::Error::other)?;
-    std::fs::write(dir.join("summary.json"), json)?;
+    let json = serde_json::to_string_pretty(summary).map_err(|e| other(&dir.join("summary.json"), &e))?;
+    write(&dir.join("summary.json"), json)?;
     paths.push(dir.join("summary.json").display().to_string());
-    std::fs::write(dir.join("index.html"), html::render(summary))?;
+    write(&dir.join("index.html"), html::render(summary))?;
     paths.push(dir.join("index.html").display().to_string());
     paths.push(dir.join("timelines").display().to_string() + "/");
     Ok(paths)
@@ -72,12 +99,21 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
             }
         }
         Err(e) => {
-            eprintln!("error: writing reports: {e}");
+            eprintln!("error: reports: {e}");
             result = Err(e.to_string());
         }
     }
     for l in &summary.leftovers {
         eprintln!("leftover: {l}");
+    }
+    if !summary.leftovers.is_empty() {
+        eprintln!(
+            "leftovers: list them with `podlife clean --run {0}` and delete them with `podlife clean --run {0} --yes`",
+            summary.run_id
+        );
+    }
+    if !opts.quiet || summary.interrupted {
+        println!("{}", summary.counts_line());
     }
     if let Some(u) = &summary.upstream
         && !opts.quiet

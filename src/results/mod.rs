@@ -73,7 +73,31 @@ pub enum CaseStatus {
     Failed,
     Error,
     Ignored,
+    /// Started, then stopped by Ctrl-C, SIGTERM or SIGHUP before a verdict.
     Interrupted,
+    /// Selected but never started (the run was interrupted first).
+    NotRun,
+}
+
+impl CaseStatus {
+    /// Whether the case ran to a verdict (passed, flaky or failed). Errors, interruptions,
+    /// ignored and not-run cases certify nothing either way.
+    pub fn has_verdict(self) -> bool {
+        matches!(self, CaseStatus::Passed | CaseStatus::Flaky | CaseStatus::Failed)
+    }
+
+    /// The word reports use: `passed`, `not-run`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CaseStatus::Passed => "passed",
+            CaseStatus::Flaky => "flaky",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Error => "error",
+            CaseStatus::Ignored => "ignored",
+            CaseStatus::Interrupted => "interrupted",
+            CaseStatus::NotRun => "not-run",
+        }
+    }
 }
 
 /// Everything reported about one case.
@@ -136,7 +160,16 @@ pub struct RunSummary {
     pub failed: usize,
     pub errors: usize,
     pub ignored: usize,
+    /// Cases stopped mid-way by an interrupt.
+    #[serde(default)]
+    pub interrupted_cases: usize,
+    /// Selected cases that never started because the run was interrupted.
+    #[serde(default)]
+    pub not_run: usize,
     pub interrupted: bool,
+    /// What interrupted the run (`SIGINT`, `SIGTERM`, `SIGHUP`, `cancel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted_by: Option<String>,
     /// Namespaces that could not be cleaned up.
     pub leftovers: Vec<String>,
     /// Repetitions per case.
@@ -153,6 +186,28 @@ pub struct RunSummary {
 
 fn one() -> u32 {
     1
+}
+
+impl RunSummary {
+    /// Cases with the given status.
+    pub fn count(&self, s: CaseStatus) -> usize {
+        self.cases.iter().filter(|c| c.status == s).count()
+    }
+
+    /// The console's closing count, every status separately:
+    /// `cases: 3 passed, 0 flaky, 1 failed, 0 errors, 2 ignored, 1 interrupted, 4 not run`.
+    pub fn counts_line(&self) -> String {
+        format!(
+            "cases: {} passed, {} flaky, {} failed, {} errors, {} ignored, {} interrupted, {} not run",
+            self.count(CaseStatus::Passed),
+            self.count(CaseStatus::Flaky),
+            self.count(CaseStatus::Failed),
+            self.count(CaseStatus::Error),
+            self.count(CaseStatus::Ignored),
+            self.count(CaseStatus::Interrupted),
+            self.count(CaseStatus::NotRun),
+        )
+    }
 }
 
 /// The message libtest-mimic prints for a failed case: failing verdicts, then the error.

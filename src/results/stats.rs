@@ -70,6 +70,16 @@ pub fn repeat_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
     }
 }
 
+/// The status of a case from its repetitions' outcomes: like `repeat_status`, except that a run
+/// interrupted during the case makes it interrupted (its later repetitions and retries never
+/// happened, so neither "flaky" nor "failed" would be the truth).
+pub fn case_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
+    if outcomes.last() == Some(&AttemptStatus::Interrupted) {
+        return CaseStatus::Interrupted;
+    }
+    repeat_status(outcomes, retried)
+}
+
 /// min/median/max of every measured value, over the given attempts (one per repetition).
 pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
     type Entry = (String, String, Vec<f64>, Option<crate::judge::measure::MeasureInfo>);
@@ -133,6 +143,9 @@ pub enum AreaVerdict {
     NotConformant,
     /// Every case was skipped (e.g. the server is too old for it).
     Skipped,
+    /// No case failed, but some did not reach a verdict (harness error, interrupted, not run):
+    /// the area is neither certified nor refuted.
+    Undecided,
 }
 
 /// The certification of one area (restart policy, init containers, ...).
@@ -144,12 +157,18 @@ pub struct AreaResult {
     pub passed: usize,
     pub failed: usize,
     pub skipped: usize,
-    /// Cases that did not pass, as `suite::case`.
+    /// Cases that reached no verdict: errored, interrupted or not run.
+    #[serde(default)]
+    pub undecided: usize,
+    /// Cases that failed, as `suite::case`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failing: Vec<String>,
     /// Why cases were skipped (distinct reasons).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skip_reasons: Vec<String>,
+    /// Cases without a verdict, as `suite::case (status)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided_cases: Vec<String>,
 }
 
 /// The area of a case: its suite's first tag, else the suite name.
@@ -157,8 +176,10 @@ pub fn area_of(c: &CaseReport) -> String {
     c.tags.first().cloned().unwrap_or_else(|| c.suite.clone())
 }
 
-/// Per-area verdicts: conformant when every case that ran passed (flaky counts as passed, and
-/// is visible in the case list), not conformant when any failed or errored, skipped when none ran.
+/// Per-area verdicts, counting only cases that ran to a verdict: not conformant when any failed;
+/// undecided when none failed but some errored, were interrupted or never ran; conformant when
+/// every selected case passed (flaky counts as passed, and is visible in the case list); skipped
+/// when every case was ignored.
 pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
     let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
     for c in cases {
@@ -169,14 +190,21 @@ pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
             passed: 0,
             failed: 0,
             skipped: 0,
+            undecided: 0,
             failing: vec![],
             skip_reasons: vec![],
+            undecided_cases: vec![],
         });
         match c.status {
             CaseStatus::Passed | CaseStatus::Flaky => r.passed += 1,
-            CaseStatus::Failed | CaseStatus::Error | CaseStatus::Interrupted => {
+            CaseStatus::Failed => {
                 r.failed += 1;
                 r.failing.push(c.full_name());
+            }
+            CaseStatus::Error | CaseStatus::Interrupted | CaseStatus::NotRun => {
+                r.undecided += 1;
+                r.undecided_cases
+                    .push(format!("{} ({})", c.full_name(), c.status.as_str()));
             }
             CaseStatus::Ignored => {
                 r.skipped += 1;
@@ -192,6 +220,8 @@ pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
     for r in &mut out {
         r.verdict = if r.failed > 0 {
             AreaVerdict::NotConformant
+        } else if r.undecided > 0 {
+            AreaVerdict::Undecided
         } else if r.passed > 0 {
             AreaVerdict::Conformant
         } else {
@@ -209,13 +239,20 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
             AreaVerdict::Conformant => "conformant",
             AreaVerdict::NotConformant => "NOT CONFORMANT",
             AreaVerdict::Skipped => "skipped",
+            AreaVerdict::Undecided => "undecided",
         };
         out.push_str(&format!(
             "  {:<18} {v:<15} {} passed, {} failed, {} skipped",
             a.area, a.passed, a.failed, a.skipped
         ));
+        if a.undecided > 0 {
+            out.push_str(&format!(", {} without a verdict", a.undecided));
+        }
         if !a.failing.is_empty() {
             out.push_str(&format!(" (failing: {})", a.failing.join(", ")));
+        }
+        if !a.undecided_cases.is_empty() {
+            out.push_str(&format!(" (no verdict: {})", a.undecided_cases.join(", ")));
         }
         if !a.skip_reasons.is_empty() {
             out.push_str(&format!(" (skipped: {})", a.skip_reasons.join("; ")));
@@ -236,24 +273,29 @@ pub struct UpstreamResult {
     /// Those with a case that failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
+    /// Those with no failed case but a case that reached no verdict (error, interrupted, not run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<String>,
 }
 
-/// Certified upstream behaviours: every case that names the test ran and passed (flaky counts).
+/// Certified upstream behaviours: every selected case that names the test ran to a verdict and
+/// passed (flaky counts). A case without a verdict (error, interrupted, not run) leaves the test
+/// undecided, never certified.
 pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamResult> {
     if applicable.is_empty() {
         return None;
     }
     let mut certified = vec![];
     let mut failed = vec![];
+    let mut undecided = vec![];
     for name in applicable {
         let naming: Vec<&CaseReport> = cases.iter().filter(|c| c.upstream.contains(name)).collect();
-        let ran: Vec<&&CaseReport> = naming.iter().filter(|c| c.status != CaseStatus::Ignored).collect();
-        if ran
-            .iter()
-            .any(|c| !matches!(c.status, CaseStatus::Passed | CaseStatus::Flaky))
-        {
+        let selected: Vec<&&CaseReport> = naming.iter().filter(|c| c.status != CaseStatus::Ignored).collect();
+        if selected.iter().any(|c| c.status == CaseStatus::Failed) {
             failed.push(name.clone());
-        } else if !ran.is_empty() {
+        } else if selected.iter().any(|c| !c.status.has_verdict()) {
+            undecided.push(name.clone());
+        } else if !selected.is_empty() {
             certified.push(name.clone());
         }
     }
@@ -261,5 +303,6 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
         applicable: applicable.len(),
         certified,
         failed,
+        undecided,
     })
 }

@@ -1,7 +1,7 @@
 //! Running one case (`CaseRun`): live against a cluster, or replayed from a recording. Both end
 //! in the same `Attempt`: a timeline, verdicts, and what cleanup did.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,24 +26,43 @@ pub struct CaseEnv {
     pub target: crate::cluster::Target,
     pub run_id: String,
     pub images: std::collections::BTreeMap<String, String>,
+    /// Bounds the whole cleanup of a case namespace, its DELETE request included.
     pub cleanup_timeout: Duration,
     pub keep_on_failure: bool,
-    /// Flips to true on Ctrl-C.
+    /// Flips to true on Ctrl-C, SIGTERM or SIGHUP.
     pub cancel: tokio::sync::watch::Receiver<bool>,
-    /// Namespaces created and not yet deleted (Ctrl-C deletes them).
-    pub live_namespaces: Arc<Mutex<BTreeSet<String>>>,
+    /// Namespaces this run created and has not deleted yet, with their UIDs (the end-of-run
+    /// sweep deletes them, UID-checked).
+    pub live_namespaces: Arc<Mutex<BTreeMap<String, String>>>,
+    /// Every namespace name handed out in this run: no two attempts ever share one.
+    pub used_names: Arc<Mutex<BTreeSet<String>>>,
     /// After the last step, how long to keep observing late watch events.
     pub settle: Duration,
     /// Print a "still waiting" line after this long without progress.
     pub progress_every: Duration,
+    /// Bound on each ordinary API request (create, apply, patch, delete).
+    pub request_timeout: Duration,
+    /// How long the API may be unavailable before a case gives up on it: a case not started yet
+    /// waits this long for the API to come back (streams ride through outages of this length).
+    pub api_outage_budget: Duration,
 }
 
-/// The namespace of a case: `podlife-<runid>-<case>`, at most 63 characters.
-pub fn namespace_name(run_id: &str, case: &str) -> String {
-    let mut n = format!("podlife-{run_id}-{case}");
-    n.truncate(63);
-    n.trim_end_matches('-').to_string()
+impl CaseEnv {
+    /// The namespace of this attempt of the case, unique in the run (see `suite::naming`).
+    pub fn claim_namespace(&self, case: &LoadedCase, attempt: usize) -> String {
+        let mut used = self.used_names.lock().expect("namespace names");
+        let name = namespace_name(&self.run_id, &case.suite, case.name(), attempt);
+        let name = if used.contains(&name) {
+            crate::suite::naming::namespace_name_alt(&self.run_id, &case.suite, case.name(), attempt)
+        } else {
+            name
+        };
+        used.insert(name.clone());
+        name
+    }
 }
+
+pub use crate::suite::naming::namespace_name;
 
 fn failed_step(evidence: String) -> Verdict {
     Verdict {
@@ -142,34 +161,36 @@ enum Msg {
     WatchError(String),
 }
 
-/// Runs a case against the cluster. Cleanup runs on every path, including Ctrl-C.
-pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -> Attempt {
+/// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
+/// Cleanup runs on every path, including Ctrl-C, and deletes only a namespace this attempt
+/// created (by UID).
+pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, attempt_no: usize) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
-    let ns = namespace_name(&env.run_id, case.name());
-    let api = CaseApi::new(client, &ns);
-    // Registered before the create request: if we are interrupted in between, Ctrl-C cleanup
-    // still tries it (a 404 is fine).
-    env.live_namespaces
-        .lock()
-        .expect("namespace registry")
-        .insert(ns.clone());
-    let mut attempt = match observe_case(&api, case, env, started, t0).await {
+    let ns = env.claim_namespace(case, attempt_no);
+    let api = CaseApi::new(client, &ns).bounded(env.request_timeout, Some(env.cancel.clone()));
+    let mut created: Option<String> = None;
+    let mut attempt = match observe_case(&api, case, env, started, t0, &mut created).await {
         Ok(a) => a,
         Err(err) => {
             let (e, tl) = *err;
             errored(e, started, t0, tl)
         }
     };
-    attempt.api_requests = api.requests();
+    attempt.cleanup.namespace = Some(ns.clone());
+    // Not created by us (409, an error or an interrupt before the create answered): nothing to
+    // delete here. A create whose answer was lost still carries our run label, and the
+    // end-of-run sweep finds it.
+    let Some(uid) = created else {
+        attempt.api_requests = api.requests();
+        return attempt;
+    };
     let keep =
         env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
-    attempt.cleanup.namespace = Some(ns.clone());
     if keep {
         attempt.cleanup.kept = true;
-        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
     } else {
-        match api.delete_namespace(env.cleanup_timeout).await {
+        match api.delete_namespace(&uid, env.cleanup_timeout).await {
             Ok(true) => attempt.cleanup.deleted = true,
             Ok(false) => {
                 attempt.cleanup.leftover = Some(format!(
@@ -179,8 +200,9 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv) -
             }
             Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
         }
-        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
     }
+    // Deleted, kept on purpose, or reported as a leftover: the sweep need not try again.
+    env.live_namespaces.lock().expect("namespace registry").remove(&ns);
     attempt.api_requests = api.requests();
     attempt
 }
@@ -194,14 +216,27 @@ async fn observe_case(
     env: &CaseEnv,
     started: Timestamp,
     t0: Instant,
+    created: &mut Option<String>,
 ) -> Result<Attempt, CaseError> {
     let mut cancel = env.cancel.clone();
     if *cancel.borrow() {
         return Ok(interrupted(started, t0, None));
     }
-    api.create_namespace(&env.run_id, case.name())
+    // A case not started yet waits (within the outage budget) for an API that is away.
+    match api
+        .create_namespace(&env.run_id, &case.suite, case.name(), env.api_outage_budget)
         .await
-        .map_err(|e| Box::new((e.to_string(), None)))?;
+    {
+        Ok(uid) => {
+            env.live_namespaces
+                .lock()
+                .expect("namespace registry")
+                .insert(api.namespace.clone(), uid.clone());
+            *created = Some(uid);
+        }
+        Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
+        Err(e) => return Err(Box::new((e.to_string(), None))),
+    }
     let mut pod = case.render_pod(&env.images);
     env.target.apply(&mut pod);
     let pod_name = pod
@@ -220,8 +255,11 @@ async fn observe_case(
     let mut obs = Observer::new(Some(&pod_name), "live");
     let deadline = Instant::now() + case.timeout;
     let sent = Timestamp::now();
-    if let Err(e) = api.apply_pod(&pod).await {
+    if let Err(e) = api.apply_pod(&pod, env.api_outage_budget).await {
         tasks.abort_all();
+        if matches!(e, ClusterError::Interrupted) {
+            return Ok(interrupted(started, t0, Some(obs.finish())));
+        }
         return Err(Box::new((e.to_string(), Some(obs.finish()))));
     }
     obs.push(Input::Action(Action {
@@ -337,7 +375,7 @@ fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt
     Attempt {
         status: AttemptStatus::Interrupted,
         verdicts: vec![],
-        error: Some("interrupted (Ctrl-C)".into()),
+        error: Some("interrupted".into()),
         started,
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
@@ -594,6 +632,9 @@ async fn watch_events(api: Api<Event>, tx: mpsc::UnboundedSender<Msg>) {
 
 impl From<ClusterError> for Stop {
     fn from(e: ClusterError) -> Self {
-        Stop::Error(e.to_string())
+        match e {
+            ClusterError::Interrupted => Stop::Interrupted,
+            e => Stop::Error(e.to_string()),
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! → judge → cleanup (always, Ctrl-C included) → reports.
 
 pub mod case;
+pub mod interrupt;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -13,9 +14,10 @@ use jiff::Timestamp;
 
 use crate::cluster::Target;
 use crate::cluster::{Cluster, ConnectOptions, Fingerprint};
-use crate::results::{AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
+use crate::results::{Attempt, AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
 use crate::suite::{LoadedCase, Suite};
 use case::CaseEnv;
+use interrupt::{Interrupt, Interrupts};
 
 /// Everything `podlife run` was asked to do, validated.
 #[derive(Clone, Debug)]
@@ -35,7 +37,12 @@ pub struct RunOptions {
     pub junit: Option<PathBuf>,
     pub images: BTreeMap<String, String>,
     pub connect: ConnectOptions,
+    /// Bounds the whole cleanup of a case namespace (DELETE included), and the end-of-run sweep.
     pub cleanup_timeout: Duration,
+    /// Bound on each ordinary API request.
+    pub request_timeout: Duration,
+    /// How long the API may be away before a case gives up on it (`--api-outage-budget`).
+    pub api_outage_budget: Duration,
     pub settle: Duration,
     pub quiet: bool,
     /// Write the libtest-style console output to this file instead of stdout.
@@ -51,6 +58,10 @@ pub struct RunOptions {
     pub upstream_applicable: Vec<String>,
     /// Which node / runtime the pods are pinned to.
     pub target: Target,
+    /// Test hook: the case of this full name (`suite::case`) panics in each attempt, so tests can
+    /// show a crashing case is reported as an error everywhere.
+    #[doc(hidden)]
+    pub panic_in_case: Option<String>,
 }
 
 /// Cases in flight per targeted Ready node when `--test-threads` is not given. Measured on the
@@ -116,7 +127,20 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode>
                 return Err(ExitCode::from(2));
             }
             let fp = replay_fingerprint(dir);
-            execute(&opts, cases, Source::Replay(dir.clone()), fp, run_id, started, &rt)
+            let interrupts = {
+                let _g = rt.enter();
+                Interrupts::listen(opts.cancel.clone())
+            };
+            execute(
+                &opts,
+                cases,
+                Source::Replay(dir.clone()),
+                fp,
+                run_id,
+                started,
+                &rt,
+                interrupts,
+            )
         }
         None => {
             let cluster = match rt.block_on(Cluster::connect(&opts.connect)) {
@@ -128,7 +152,11 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode>
             };
             match run_live(&opts, cases, cluster, run_id, &rt) {
                 Ok(o) => o,
-                Err(e) => {
+                Err(RunError::Interrupted(i)) => {
+                    eprintln!("interrupted by {} before any case started: nothing was created", i.name);
+                    return Err(ExitCode::from(i.exit_code));
+                }
+                Err(RunError::Cluster(e)) => {
                     eprintln!("error: {e}");
                     return Err(ExitCode::from(2));
                 }
@@ -140,17 +168,52 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode>
     Ok(outcome)
 }
 
-/// Preflight, then run every case against the cluster. A preflight failure touches nothing.
+/// Why `run_live` stopped before running any case.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
+    #[error("interrupted by {} before any case started", .0.name)]
+    Interrupted(Interrupt),
+}
+
+/// Preflight, then run every case against the cluster. A preflight failure touches nothing; so
+/// does an interrupt during it. The preflight is bounded like every request.
 pub fn run_live(
     opts: &RunOptions,
     cases: Vec<(Suite, LoadedCase)>,
     cluster: Cluster,
     run_id: String,
     rt: &tokio::runtime::Runtime,
-) -> Result<RunOutcome, crate::cluster::ClusterError> {
+) -> Result<RunOutcome, RunError> {
     let started = Timestamp::now();
-    let mut fp = rt.block_on(cluster.preflight())?;
-    rt.block_on(cluster.check_target(&mut fp, &opts.target))?;
+    let mut interrupts = {
+        let _g = rt.enter();
+        Interrupts::listen(opts.cancel.clone())
+    };
+    // The preflight sends about 15 requests; each is small, so a budget of a few request
+    // timeouts covers a slow server while a silent one still ends it.
+    let budget = opts.request_timeout * 4;
+    let preflight = async {
+        let mut fp = cluster.preflight().await?;
+        cluster.check_target(&mut fp, &opts.target).await?;
+        Ok::<_, crate::cluster::ClusterError>(fp)
+    };
+    let fp = rt.block_on(async {
+        tokio::select! {
+            r = tokio::time::timeout(budget, preflight) => match r {
+                Ok(r) => r.map_err(RunError::Cluster),
+                Err(_) => Err(RunError::Cluster(crate::cluster::ClusterError::Unreachable {
+                    tried: cluster.tried.clone(),
+                    reason: format!(
+                        "the preflight got no complete answer within {}",
+                        crate::util::fmt_secs(budget.as_secs_f64())
+                    ),
+                })),
+            },
+            i = interrupts.next() => Err(RunError::Interrupted(i)),
+        }
+    })?;
     Ok(execute(
         opts,
         cases,
@@ -159,6 +222,7 @@ pub fn run_live(
         run_id,
         started,
         rt,
+        interrupts,
     ))
 }
 
@@ -173,17 +237,48 @@ pub struct RunOutcome {
     pub summary: RunSummary,
     pub report_dir: PathBuf,
     pub any_failed: bool,
+    /// What interrupted the run, if anything.
+    pub interrupt: Option<Interrupt>,
 }
 
 impl RunOutcome {
+    /// 130/143/129 when interrupted (Ctrl-C, SIGTERM, SIGHUP), 1 when a case failed or errored
+    /// or a namespace was left behind, else 0.
     pub fn exit_code(&self) -> ExitCode {
-        if self.summary.interrupted {
+        if let Some(i) = self.interrupt {
+            ExitCode::from(i.exit_code)
+        } else if self.summary.interrupted {
             ExitCode::from(130)
         } else if self.any_failed {
             ExitCode::from(1)
         } else {
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// An attempt that ended in a panic of podlife itself: a harness error, never a verdict.
+fn panicked(p: &(dyn std::any::Any + Send), started: Timestamp, t0: std::time::Instant) -> Attempt {
+    Attempt {
+        status: AttemptStatus::Error,
+        verdicts: vec![],
+        error: Some(format!(
+            "podlife panicked (a bug in podlife, please report it): {}",
+            panic_message(p)
+        )),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Default::default(),
+        timeline: None,
     }
 }
 
@@ -196,9 +291,10 @@ pub fn execute(
     run_id: String,
     started: Timestamp,
     rt: &tokio::runtime::Runtime,
+    mut interrupts: Interrupts,
 ) -> RunOutcome {
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
-    let live_namespaces: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+    let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let env = CaseEnv {
         target: opts.target.clone(),
         run_id: run_id.clone(),
@@ -207,56 +303,74 @@ pub fn execute(
         keep_on_failure: opts.keep_on_failure,
         cancel: cancel_rx,
         live_namespaces: live_namespaces.clone(),
+        used_names: Arc::default(),
         settle: opts.settle,
         progress_every: Duration::from_secs(30),
+        request_timeout: opts.request_timeout,
+        api_outage_budget: opts.api_outage_budget,
     };
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    if let Source::Live(_) = &source {
+    let interrupted_by: Arc<Mutex<Option<Interrupt>>> = Arc::default();
+    {
         let flag = interrupted.clone();
-        let external = opts.cancel.clone();
+        let by = interrupted_by.clone();
+        let run_id = run_id.clone();
         rt.spawn(async move {
-            let requested = async {
-                match external {
-                    Some(mut rx) => {
-                        let _ = rx.wait_for(|v| *v).await;
-                    }
-                    None => {
-                        let _ = tokio::signal::ctrl_c().await;
-                    }
-                }
-            };
-            {
-                requested.await;
-                eprintln!(
-                    "\ninterrupted: stopping cases and deleting this run's namespaces (Ctrl-C again to exit at once)"
-                );
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-                let _ = cancel_tx.send(true);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(130);
-                }
-            }
+            let first = interrupts.next().await;
+            eprintln!(
+                "\ninterrupted ({}): stopping cases, deleting this run's namespaces, writing reports (interrupt again to exit at once)",
+                first.name
+            );
+            *by.lock().expect("interrupt") = Some(first);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cancel_tx.send(true);
+            let second = interrupts.next().await;
+            eprintln!(
+                "interrupted again ({}): exiting now; remove what is left with `podlife clean --run {run_id} --yes`",
+                second.name
+            );
+            std::process::exit(i32::from(first.exit_code));
         });
-    } else {
-        std::mem::forget(cancel_tx);
     }
-    let reports: Arc<Mutex<Vec<CaseReport>>> = Arc::default();
+    let threads = match opts.test_threads {
+        0 => {
+            let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
+            let n = default_threads(cases.len(), ready);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running up to {n} cases at a time (default: all, at most {CASES_PER_NODE} per Ready node; --test-threads N to change)"
+                );
+            }
+            n
+        }
+        n => n,
+    };
+    let args = libtest_args(opts, threads);
+    // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
+    let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len()]));
+    // Selected cases that libtest-mimic will not run (ignored), and those it will.
+    let mut ignored_reports: Vec<(usize, CaseReport)> = vec![];
+    let mut running: Vec<(usize, CaseReport)> = vec![];
     let server = fingerprint.server_minor();
     let source = Arc::new(source);
     // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
     let mut cases = cases;
     cases.sort_by_key(|(_, c)| std::cmp::Reverse(c.timeout));
     let mut trials = vec![];
-    for (suite, case) in cases {
+    for (slot, (suite, case)) in cases.into_iter().enumerate() {
         let (ignored, reason) = ignore_reason(&case, server, &source);
         let name = case.full_name();
-        let reports = reports.clone();
+        let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
+        let selected = !args.is_filtered_out(&probe);
+        let runs = selected && !args.is_ignored(&probe);
+        let slots = slots.clone();
         let env = env.clone();
         let source = source.clone();
         let handle = rt.handle().clone();
         let retries = opts.retries;
         let repeat = opts.repeat;
         let interrupted = interrupted.clone();
+        let inject_panic = opts.panic_in_case.as_deref() == Some(name.as_str());
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
             suite: case.suite.clone(),
@@ -276,101 +390,98 @@ pub fn execute(
             timeline_file: None,
             timeline: None,
         };
-        if ignored {
+        if selected && !runs {
             // libtest-mimic prints "ignored" without a reason; say why once, up front.
             if !opts.quiet {
-                eprintln!(
-                    "ignored {}: {}",
-                    case.full_name(),
-                    reason.as_deref().unwrap_or("ignored")
-                );
+                eprintln!("ignored {}: {}", name, reason.as_deref().unwrap_or("ignored"));
             }
-            reports.lock().expect("reports").push(base.clone());
+            ignored_reports.push((slot, base.clone()));
+        } else if runs {
+            running.push((slot, base.clone()));
         }
-        let trial = libtest_mimic::Trial::test(name, move || {
-            let mut report = base;
-            if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-                report.status = CaseStatus::Interrupted;
-                reports.lock().expect("reports").push(report);
-                return Err("not started: run interrupted".into());
-            }
-            'reps: for _ in 0..repeat.max(1) {
-                let mut n = 0;
-                for _ in 0..=retries {
-                    let attempt = match &*source {
-                        Source::Replay(dir) => case::replay_case(&case, &dir.join(case.name())),
-                        Source::Live(client) => handle.block_on(case::live_case(client.clone(), &case, &env)),
-                    };
-                    let status = attempt.status;
-                    report.attempts.push(attempt);
-                    n += 1;
-                    if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-                        report.repetitions.push(n);
-                        break 'reps;
-                    }
-                    if status == AttemptStatus::Passed {
-                        break;
-                    }
-                }
-                report.repetitions.push(n);
-            }
-            let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
-            report.status = stats::repeat_status(&outcomes, report.repetitions.iter().any(|n| *n > 1));
-            report.pass_rate = stats::pass_rate(&outcomes);
-            let mut ends = vec![];
-            let mut i = 0;
-            for n in &report.repetitions {
-                i += n;
-                if let Some(a) = report.attempts.get(i - 1) {
-                    ends.push(a);
-                }
-            }
-            report.measurements = stats::measure_stats(&ends);
-            report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
-            report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
+        let trial = libtest_mimic::Trial::ignorable_test(name, move || {
+            // A panic anywhere in running or summarising the case becomes an error of this case
+            // (libtest-mimic would otherwise print it as a failure we never hear of).
+            let fallback = base.clone();
+            let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_trial(
+                    base,
+                    &case,
+                    &source,
+                    &env,
+                    &handle,
+                    retries,
+                    repeat,
+                    &interrupted,
+                    inject_panic,
+                )
+            }))
+            .unwrap_or_else(|p| {
+                let mut r = fallback;
+                r.status = CaseStatus::Error;
+                r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
+                r.repetitions = vec![1];
+                r
+            });
             let message = failure_message(&report);
             let status = report.status;
-            reports.lock().expect("reports").push(report);
+            slots.lock().expect("reports")[slot] = Some(report);
             match status {
-                CaseStatus::Passed | CaseStatus::Flaky => Ok(()),
-                _ => Err(message.into()),
+                CaseStatus::Passed | CaseStatus::Flaky => Ok(libtest_mimic::Completion::Completed),
+                // Not a failure of the node: the console says so instead of "FAILED".
+                CaseStatus::Interrupted => Ok(libtest_mimic::Completion::ignored_with("interrupted")),
+                CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
+                    "not run: the run was interrupted",
+                )),
+                CaseStatus::Ignored => Ok(libtest_mimic::Completion::ignored()),
+                CaseStatus::Failed | CaseStatus::Error => Err(message.into()),
             }
         })
         .with_ignored_flag(ignored);
         trials.push(trial);
     }
-    let threads = match opts.test_threads {
-        0 => {
-            let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
-            let n = default_threads(trials.len(), ready);
-            if !opts.quiet && !opts.list {
-                eprintln!(
-                    "running up to {n} cases at a time (default: all, at most {CASES_PER_NODE} per Ready node; --test-threads N to change)"
-                );
-            }
-            n
-        }
-        n => n,
-    };
-    let conclusion = libtest_mimic::run(&libtest_args(opts, threads), trials);
-    let mut cases = std::mem::take(&mut *reports.lock().expect("reports"));
+    // The statuses decide the exit code, not libtest-mimic's conclusion.
+    let _ = libtest_mimic::run(&args, trials);
+    let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
+    let mut cases: Vec<CaseReport> = ignored_reports.into_iter().map(|(_, r)| r).collect();
+    for (slot, base) in running {
+        cases.push(filled[slot].take().unwrap_or_else(|| {
+            // Every trial that runs fills its slot, even on a panic; never drop a case silently.
+            let mut r = base;
+            r.status = CaseStatus::Error;
+            r.attempts = vec![Attempt {
+                error: Some("podlife recorded no result for this case (a bug in podlife)".into()),
+                ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
+            }];
+            r
+        }));
+    }
     cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
-    // Ctrl-C: namespaces still registered belong to cases that never got to their cleanup.
     let mut leftovers: Vec<String> = cases
         .iter()
-        .filter_map(|c| c.last().and_then(|a| a.cleanup.leftover.clone()))
+        .flat_map(|c| &c.attempts)
+        .filter_map(|a| a.cleanup.leftover.clone())
         .collect();
     if let Source::Live(client) = &*source {
-        let remaining: Vec<String> = live_namespaces.lock().expect("registry").iter().cloned().collect();
-        for ns in remaining {
-            let api = crate::cluster::CaseApi::new(client.clone(), &ns);
-            match rt.block_on(api.delete_namespace(opts.cleanup_timeout)) {
-                Ok(true) => {}
-                Ok(false) => leftovers.push(format!("namespace {ns} still terminating")),
-                Err(e) => leftovers.push(format!("namespace {ns}: {e}")),
-            }
-        }
+        // Namespaces still registered belong to cases that never got to their cleanup (Ctrl-C,
+        // a panic); the label finds creates whose answer was lost. Kept ones stay.
+        let handled: BTreeSet<String> = cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter(|a| a.cleanup.deleted || a.cleanup.kept || a.cleanup.leftover.is_some())
+            .filter_map(|a| a.cleanup.namespace.clone())
+            .collect();
+        let registered = std::mem::take(&mut *live_namespaces.lock().expect("registry"));
+        leftovers.extend(rt.block_on(sweep(
+            client.clone(),
+            &run_id,
+            registered,
+            &handled,
+            opts.cleanup_timeout,
+            opts.request_timeout,
+        )));
     }
+    let interrupt = *interrupted_by.lock().expect("interrupt");
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
     let summary = RunSummary {
         run_id: run_id.clone(),
@@ -382,7 +493,10 @@ pub fn execute(
         failed: count(CaseStatus::Failed),
         errors: count(CaseStatus::Error),
         ignored: count(CaseStatus::Ignored),
+        interrupted_cases: count(CaseStatus::Interrupted),
+        not_run: count(CaseStatus::NotRun),
         interrupted: interrupted.load(std::sync::atomic::Ordering::SeqCst),
+        interrupted_by: interrupt.map(|i| i.name.to_string()),
         leftovers,
         repeat: opts.repeat.max(1),
         certification: stats::certify(&cases),
@@ -391,10 +505,125 @@ pub fn execute(
     };
     let report_dir = opts.reports_dir.join(&run_id);
     RunOutcome {
-        any_failed: conclusion.has_failed() || !summary.leftovers.is_empty(),
+        any_failed: summary.failed + summary.errors > 0 || !summary.leftovers.is_empty(),
         summary,
         report_dir,
+        interrupt,
     }
+}
+
+/// Runs every repetition and retry of one case and sums them up in its report.
+#[allow(clippy::too_many_arguments)]
+fn run_trial(
+    mut report: CaseReport,
+    case: &LoadedCase,
+    source: &Source,
+    env: &CaseEnv,
+    handle: &tokio::runtime::Handle,
+    retries: u32,
+    repeat: u32,
+    interrupted: &std::sync::atomic::AtomicBool,
+    inject_panic: bool,
+) -> CaseReport {
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        report.status = CaseStatus::NotRun;
+        report.ignore_reason = Some("not run: the run was interrupted".into());
+        return report;
+    }
+    let mut attempt_no = 0;
+    'reps: for _ in 0..repeat.max(1) {
+        let mut n = 0;
+        for _ in 0..=retries {
+            let started = Timestamp::now();
+            let t0 = std::time::Instant::now();
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if inject_panic {
+                    panic!("injected by the panic_in_case test hook");
+                }
+                match source {
+                    Source::Replay(dir) => case::replay_case(case, &dir.join(case.name())),
+                    Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
+                }
+            }))
+            .unwrap_or_else(|p| panicked(&*p, started, t0));
+            attempt_no += 1;
+            let status = attempt.status;
+            report.attempts.push(attempt);
+            n += 1;
+            if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                report.repetitions.push(n);
+                break 'reps;
+            }
+            if status == AttemptStatus::Passed {
+                break;
+            }
+        }
+        report.repetitions.push(n);
+    }
+    let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
+    report.status = stats::case_status(&outcomes, report.repetitions.iter().any(|n| *n > 1));
+    report.pass_rate = stats::pass_rate(&outcomes);
+    let mut ends = vec![];
+    let mut i = 0;
+    for n in &report.repetitions {
+        i += n;
+        if let Some(a) = report.attempts.get(i - 1) {
+            ends.push(a);
+        }
+    }
+    report.measurements = stats::measure_stats(&ends);
+    report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+    report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
+    report
+}
+
+/// The end-of-run sweep: deletes (UID-checked) every namespace of this run that no case cleaned
+/// up, all at once and within one `cleanup_timeout`. Returns the leftovers.
+async fn sweep(
+    client: kube::Client,
+    run_id: &str,
+    registered: BTreeMap<String, String>,
+    handled: &BTreeSet<String>,
+    cleanup_timeout: Duration,
+    request_timeout: Duration,
+) -> Vec<String> {
+    let deadline = tokio::time::Instant::now() + cleanup_timeout;
+    let mut todo = registered;
+    // Listing costs one request and finds a namespace whose create answer never reached us.
+    let list = tokio::time::timeout_at(
+        deadline.min(tokio::time::Instant::now() + request_timeout),
+        crate::cluster::namespaces_labelled(&client, Some(run_id)),
+    )
+    .await;
+    let mut leftovers = vec![];
+    match list {
+        Ok(Ok(found)) => {
+            for n in found {
+                if !handled.contains(&n.name) && !todo.contains_key(&n.name) {
+                    todo.insert(n.name, n.uid);
+                }
+            }
+        }
+        // Without the list, the registry is all we know: say so only if something may be lost.
+        Ok(Err(e)) => leftovers.push(format!(
+            "could not list this run's namespaces to check for leftovers: {e}"
+        )),
+        Err(_) => leftovers.push("could not list this run's namespaces to check for leftovers: no answer".into()),
+    }
+    let deletes = todo.into_iter().map(|(ns, uid)| {
+        let api = crate::cluster::CaseApi::new(client.clone(), &ns).bounded(request_timeout, None);
+        async move {
+            let left = tokio::time::Instant::now();
+            let wait = deadline.saturating_duration_since(left);
+            match api.delete_namespace(&uid, wait).await {
+                Ok(true) => None,
+                Ok(false) => Some(format!("namespace {ns} still terminating")),
+                Err(e) => Some(format!("namespace {ns}: {e}")),
+            }
+        }
+    });
+    leftovers.extend(futures::future::join_all(deletes).await.into_iter().flatten());
+    leftovers
 }
 
 fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source) -> (bool, Option<String>) {

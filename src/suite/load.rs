@@ -200,6 +200,8 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
             Err(mut e) => errors.append(&mut e),
         }
     }
+    // Cases of different suites must not map to one namespace name (one would delete the other's).
+    errors.extend(super::naming::stem_collisions(&suites));
     if errors.is_empty() {
         Ok(suites)
     } else {

@@ -2,6 +2,7 @@
 
 pub mod load;
 pub mod model;
+pub mod naming;
 pub mod types;
 pub mod upstream;
 

@@ -136,6 +136,8 @@ impl PodRun {
 struct Ns {
     uid: String,
     gone_at: Option<Instant>,
+    labels: Value,
+    created: String,
 }
 
 /// What the fake does and what it saw.
@@ -161,6 +163,11 @@ pub struct FakeState {
     pub stuck_namespaces: bool,
     /// End the first pod watch stream after this many events (tests resume).
     pub end_first_pod_watch_after: Option<usize>,
+    /// Requests (`METHOD /path` prefixes) that are accepted and never answered.
+    pub hang: Vec<String>,
+    /// Names whose namespace DELETE was sent with a UID precondition that did not match (and
+    /// was refused with 409).
+    pub refused_deletes: Vec<String>,
     pod_watches: usize,
     recordings: PathBuf,
     namespaces: BTreeMap<String, Ns>,
@@ -170,6 +177,26 @@ pub struct FakeState {
 impl FakeState {
     pub fn count(&self, needle: &str) -> usize {
         self.requests.iter().filter(|r| r.contains(needle)).count()
+    }
+
+    /// A namespace that exists before the run (someone else's, or a leftover of an earlier run).
+    pub fn add_namespace(&mut self, name: &str, labels: Value, created: &str) {
+        self.namespaces.insert(
+            name.to_string(),
+            Ns {
+                uid: format!("uid-preexisting-{name}"),
+                gone_at: None,
+                labels,
+                created: created.to_string(),
+            },
+        );
+    }
+
+    /// Whether the namespace exists (not deleted, or still terminating).
+    pub fn namespace_exists(&self, name: &str) -> bool {
+        self.namespaces
+            .get(name)
+            .is_some_and(|ns| ns.gone_at.is_none_or(|g| Instant::now() < g))
     }
 }
 
@@ -263,7 +290,16 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         .unwrap_or("")
         .to_string();
     let q = query(&req);
-    st.lock().unwrap().requests.push(format!("{method} {}", req.uri()));
+    let hang = {
+        let mut s = st.lock().unwrap();
+        s.requests.push(format!("{method} {}", req.uri()));
+        let line = format!("{method} {path}");
+        s.hang.iter().any(|h| line.starts_with(h.as_str()))
+    };
+    if hang {
+        // Accepted, never answered: only the client's own bounds end this request.
+        std::future::pending::<()>().await;
+    }
     let body: Value = {
         let bytes = req
             .into_body()
@@ -324,6 +360,9 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         ("POST", ["api", "v1", "namespaces"]) => {
             let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
             let mut s = st.lock().unwrap();
+            if s.namespace_exists(&name) {
+                return status(409, "AlreadyExists", &format!("namespaces \"{name}\" already exists"));
+            }
             s.namespace_labels
                 .insert(name.clone(), body["metadata"]["labels"].clone());
             let uid = format!("uid-{name}");
@@ -332,22 +371,42 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 Ns {
                     uid: uid.clone(),
                     gone_at: None,
+                    labels: body["metadata"]["labels"].clone(),
+                    created: Timestamp::now().to_string(),
                 },
             );
-            json_resp(201, ns_object(&name, &uid, false))
+            let ns = &s.namespaces[&name];
+            json_resp(201, ns_object(&name, ns, false))
+        }
+        ("GET", ["api", "v1", "namespaces", name]) => {
+            let s = st.lock().unwrap();
+            match s.namespaces.get(*name) {
+                Some(ns) if s.namespace_exists(name) => json_resp(200, ns_object(name, ns, ns.gone_at.is_some())),
+                _ => status(404, "NotFound", &format!("namespaces \"{name}\" not found")),
+            }
         }
         ("DELETE", ["api", "v1", "namespaces", name]) => {
             let mut s = st.lock().unwrap();
             let stuck = s.stuck_namespaces;
-            match s.namespaces.get_mut(*name) {
-                Some(ns) => {
-                    if !stuck && ns.gone_at.is_none() {
-                        ns.gone_at = Some(Instant::now() + Duration::from_millis(200));
-                    }
-                    json_resp(200, ns_object(name, &ns.uid, true))
-                }
-                None => status(404, "NotFound", &format!("namespaces \"{name}\" not found")),
+            if !s.namespace_exists(name) {
+                return status(404, "NotFound", &format!("namespaces \"{name}\" not found"));
             }
+            let want = body["preconditions"]["uid"].as_str().map(str::to_string);
+            let ns = s.namespaces.get_mut(*name).unwrap();
+            if let Some(want) = want
+                && want != ns.uid
+            {
+                let msg = format!(
+                    "Operation cannot be fulfilled on namespaces \"{name}\": Precondition failed: UID in precondition: {want}, UID in object meta: {}",
+                    ns.uid
+                );
+                s.refused_deletes.push(name.to_string());
+                return status(409, "Conflict", &msg);
+            }
+            if !stuck && ns.gone_at.is_none() {
+                ns.gone_at = Some(Instant::now() + Duration::from_millis(200));
+            }
+            json_resp(200, ns_object(name, ns, true))
         }
         ("GET", ["api", "v1", "namespaces"]) => namespaces(&st, &q, watch).await,
         ("PATCH", ["api", "v1", "namespaces", _, "pods", _]) if content_type.contains("merge-patch") => {
@@ -417,10 +476,27 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
     }
 }
 
-fn ns_object(name: &str, uid: &str, terminating: bool) -> Value {
-    json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "uid": uid, "resourceVersion": "5"},
+fn ns_object(name: &str, ns: &Ns, terminating: bool) -> Value {
+    let mut meta = json!({"name": name, "uid": ns.uid, "resourceVersion": "5", "labels": ns.labels});
+    if !ns.created.is_empty() {
+        meta["creationTimestamp"] = json!(ns.created);
+    }
+    if terminating {
+        meta["deletionTimestamp"] = json!(Timestamp::now().to_string());
+    }
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
         "status": {"phase": if terminating { "Terminating" } else { "Active" }}})
+}
+
+/// Whether labels match a selector of `key`, `key=value` terms joined by commas.
+fn selector_matches(selector: &str, labels: &Value) -> bool {
+    selector
+        .split(',')
+        .filter(|t| !t.is_empty())
+        .all(|term| match term.split_once('=') {
+            Some((k, v)) => labels[k].as_str() == Some(v),
+            None => labels.get(term).is_some(),
+        })
 }
 
 async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, watch: bool) -> Response<RespBody> {
@@ -430,15 +506,22 @@ async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, wa
         .unwrap_or("")
         .to_string();
     fn present(s: &FakeState, name: &str) -> Option<String> {
-        let ns = s.namespaces.get(name)?;
-        ns.gone_at.is_none_or(|g| Instant::now() < g).then(|| ns.uid.clone())
+        s.namespace_exists(name).then(|| s.namespaces[name].uid.clone())
     }
     if !watch {
         let s = st.lock().unwrap();
-        let items: Vec<Value> = present(&s, &name)
-            .map(|uid| ns_object(&name, &uid, true))
-            .into_iter()
-            .collect();
+        let items: Vec<Value> = match q.get("labelSelector") {
+            Some(sel) => s
+                .namespaces
+                .iter()
+                .filter(|(n, ns)| s.namespace_exists(n) && selector_matches(sel, &ns.labels))
+                .map(|(n, ns)| ns_object(n, ns, ns.gone_at.is_some()))
+                .collect(),
+            None => present(&s, &name)
+                .map(|_| ns_object(&name, &s.namespaces[&name], true))
+                .into_iter()
+                .collect(),
+        };
         return json_resp(
             200,
             json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "5"}, "items": items}),
@@ -450,7 +533,11 @@ async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, wa
         loop {
             let uid = present(&st.lock().unwrap(), &name);
             if uid.is_none() {
-                let ev = json!({"type": "DELETED", "object": ns_object(&name, &format!("uid-{name}"), true)});
+                let gone = Ns {
+                    uid: format!("uid-{name}"),
+                    ..Ns::default()
+                };
+                let ev = json!({"type": "DELETED", "object": ns_object(&name, &gone, true)});
                 let _ = tx.unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{ev}\n")))));
                 return;
             }

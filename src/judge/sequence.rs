@@ -1,0 +1,161 @@
+//! `SeqMatch`: matching an expected sequence of API states (pod phases, a condition's statuses)
+//! against the observed one, allowing exactly the states the API may skip — and only when the
+//! timeline proves they happened.
+//!
+//! Why states can be missing: the kubelet's status manager batches status writes. A container
+//! that starts and exits between two writes never makes the API show phase `Running` (observed
+//! `Pending → Succeeded` in 3 of 6 short-lived pods with 16 concurrent cases, issue 11), and
+//! init containers that finish before the first write never show `Initialized=False`. The pod
+//! did pass through the state; the API just never published it. So a skipped state is accepted
+//! only with independent evidence from the node that the state really happened: the containers'
+//! own log lines (CRI timestamps) or a terminated state whose `startedAt` is a real start.
+//! Without that evidence (a container that never ran, a wrong expectation) the sequence fails.
+
+use jiff::Timestamp;
+
+use crate::observe::{ContainerRef, Instance, Timeline};
+use crate::suite::ContainerKind;
+
+/// What the API sequence is a sequence of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subject<'a> {
+    /// `status.phase`.
+    Phase,
+    /// `status.conditions[type]`.
+    Condition(&'a str),
+}
+
+/// The result of matching.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SeqMatch {
+    /// Observed exactly as expected.
+    Exact,
+    /// Observed as expected minus API-skippable states, each with its proof.
+    Skipped(Vec<(String, String)>),
+    /// It would match if these skipped states were proven, but the timeline holds no proof
+    /// (yet: logs may arrive after the terminal status, so this is undecided until complete).
+    Unproven(Vec<String>),
+    /// The observed sequence is a prefix of an acceptable one (it may still complete).
+    Prefix,
+    /// No acceptable sequence starts like the observed one.
+    Mismatch,
+}
+
+/// Which element of `want` the API may skip, and the proof that it happened anyway.
+/// Only interior elements (phases) or a leading `False` before `True` (Initialized) qualify:
+/// a skipped state is one a later write superseded, so something must follow it.
+fn skippable(subject: Subject, want: &[String], i: usize, tl: &Timeline) -> Option<Result<String, ()>> {
+    match subject {
+        // Running is the phase of a pod whose regular containers were started; the API may
+        // show Pending → Succeeded/Failed directly when they ran between two status writes.
+        Subject::Phase if want[i] == "Running" && i > 0 && i + 1 < want.len() => {
+            Some(ran(tl, &[ContainerKind::Regular]).ok_or(()))
+        }
+        // Initialized is False while init containers run; if they all ran before the kubelet's
+        // first status write the API shows True at once.
+        Subject::Condition("Initialized")
+            if want[i] == "False" && i == 0 && want.get(1).is_some_and(|n| n == "True") =>
+        {
+            Some(ran(tl, &[ContainerKind::Init, ContainerKind::Sidecar]).ok_or(()))
+        }
+        // Ready and ContainersReady depend on readiness probes: the timeline has no proof of a
+        // probe result other than the condition itself, so they are never skippable.
+        _ => None,
+    }
+}
+
+/// Matches `seen` against `want`. `settled`: no later state can be added to `seen`.
+pub fn match_sequence(subject: Subject, want: &[String], seen: &[String], tl: &Timeline, settled: bool) -> SeqMatch {
+    if seen == want {
+        return SeqMatch::Exact;
+    }
+    let skip_at: Vec<(usize, Option<Result<String, ()>>)> = (0..want.len())
+        .map(|i| (i, skippable(subject, want, i, tl)))
+        .filter(|(_, s)| s.is_some())
+        .collect();
+    // Suites list a handful of states; bound the subsets tried anyway (2^10).
+    let skip_at = &skip_at[..skip_at.len().min(10)];
+    let mut prefix = seen.is_empty() || want.starts_with(seen);
+    let mut unproven: Option<Vec<String>> = None;
+    for mask in 1u32..(1 << skip_at.len()) {
+        let chosen: Vec<&(usize, Option<Result<String, ()>>)> = skip_at
+            .iter()
+            .enumerate()
+            .filter(|(b, _)| mask & (1 << b) != 0)
+            .map(|(_, s)| s)
+            .collect();
+        let mut cand: Vec<&String> = vec![];
+        for (i, w) in want.iter().enumerate() {
+            // Distinct consecutive states: dropping True from [False, True, False] leaves [False].
+            if !chosen.iter().any(|(j, _)| *j == i) && cand.last() != Some(&w) {
+                cand.push(w);
+            }
+        }
+        if cand.iter().copied().eq(seen.iter()) {
+            let proofs: Vec<_> = chosen
+                .iter()
+                .map(|(i, p)| (want[*i].clone(), p.clone().and_then(|r| r.ok())))
+                .collect();
+            if proofs.iter().all(|(_, p)| p.is_some()) {
+                return SeqMatch::Skipped(proofs.into_iter().map(|(s, p)| (s, p.unwrap_or_default())).collect());
+            }
+            unproven.get_or_insert_with(|| {
+                proofs
+                    .into_iter()
+                    .filter(|(_, p)| p.is_none())
+                    .map(|(s, _)| s)
+                    .collect()
+            });
+        } else if cand.len() > seen.len() && cand[..seen.len()].iter().copied().eq(seen.iter()) {
+            prefix = true;
+        }
+    }
+    match unproven {
+        Some(u) => SeqMatch::Unproven(u),
+        None if prefix && !settled => SeqMatch::Prefix,
+        None => SeqMatch::Mismatch,
+    }
+}
+
+/// A container start that really happened: the runtime's `startedAt` (the API's Unix epoch
+/// placeholder of a container that failed to start does not count, nor anything before the pod
+/// existed).
+fn real_start(i: &Instance, created: Option<Timestamp>) -> Option<Timestamp> {
+    let t = i.started_at?;
+    let floor = created.unwrap_or(Timestamp::UNIX_EPOCH);
+    // Both are whole seconds on the node's/API server's clocks (one machine for a single node).
+    (t > Timestamp::UNIX_EPOCH && t >= floor).then_some(t)
+}
+
+/// Proof that a container of one of `kinds` ran: its own log lines, else a real `startedAt`.
+pub fn ran(tl: &Timeline, kinds: &[ContainerKind]) -> Option<String> {
+    let names: Vec<&ContainerRef> = tl.pod.containers.iter().filter(|c| kinds.contains(&c.kind)).collect();
+    for c in &names {
+        let lines: Vec<_> = tl.logs_of(&c.name, None).collect();
+        if let Some(first) = lines.iter().map(|l| l.time).min() {
+            return Some(format!(
+                "`{}` ran: {} log line(s) from {}",
+                c.name,
+                lines.len(),
+                super::marks::hms(first)
+            ));
+        }
+    }
+    for c in &names {
+        for i in tl.instances_of(&c.name) {
+            if let Some(t) = real_start(i, tl.pod.creation_timestamp) {
+                let end = match (i.finished_at, i.exit_code) {
+                    (Some(f), Some(code)) => format!(", finished {} exitCode {code}", super::marks::hms(f)),
+                    _ => String::new(),
+                };
+                return Some(format!(
+                    "`{}`#{} ran: startedAt {}{end}",
+                    c.name,
+                    i.instance,
+                    super::marks::hms(t)
+                ));
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,244 @@
+//! The command line under faults: colliding namespace names rejected by `validate`, reports that
+//! cannot be written (exit 2 naming the path), `--include-ignored` listing a case once, an API
+//! server that accepts connections and never answers, and SIGTERM during a run.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn podlife(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(dir)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(args)
+        .output()
+        .expect("podlife runs")
+}
+
+/// A suite file whose cases use the recordings' own manifests.
+fn write_suite(dir: &Path, file: &str, suite: &str, cases: &[&str]) -> PathBuf {
+    let rec = root().join("tests/fixtures/recordings");
+    let mut body = format!("name: {suite}\ncases:\n");
+    for c in cases {
+        body.push_str(&format!(
+            "  - name: {c}\n    manifest: {}/restart-never-success/manifest.yaml\n    expect:\n      - phase: Succeeded\n",
+            rec.display()
+        ));
+    }
+    let path = dir.join(file);
+    std::fs::write(&path, body).unwrap();
+    path
+}
+
+#[test]
+fn validate_rejects_cases_that_would_share_a_namespace_name() {
+    let d = tempfile::tempdir().unwrap();
+    // `a-b` + `c` and `a` + `b-c` both give `podlife-<run>-a-b-c`.
+    write_suite(d.path(), "one.yaml", "a-b", &["c"]);
+    write_suite(d.path(), "two.yaml", "a", &["b-c"]);
+    let out = podlife(d.path(), &["validate", "."]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("would share the namespace name `podlife-<run>-a-b-c`"),
+        "{stderr}"
+    );
+    // Same case name in two differently named suites is fine: the suite is part of the name.
+    let d = tempfile::tempdir().unwrap();
+    write_suite(d.path(), "one.yaml", "alpha", &["x"]);
+    write_suite(d.path(), "two.yaml", "beta", &["x"]);
+    let out = podlife(d.path(), &["validate", "."]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn replay_args<'a>(suite: &'a str, rec: &'a str) -> Vec<&'a str> {
+    vec!["run", "--replay", rec, "--suites", suite, "--quiet"]
+}
+
+#[test]
+fn unwritable_reports_exit_2_naming_the_path() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
+    let rec = root().join("tests/fixtures/recordings");
+    let (suite, rec) = (suite.display().to_string(), rec.display().to_string());
+    for (extra, path) in [
+        (vec!["--reports", "/dev/null/x"], "/dev/null/x"),
+        (vec!["--junit", "/dev/null/x/junit.xml"], "/dev/null/x/junit.xml"),
+    ] {
+        let mut args = replay_args(&suite, &rec);
+        args.extend(extra);
+        let out = podlife(d.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(path), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("error:")).count(),
+            1,
+            "{stderr}"
+        );
+    }
+    // A read-only --junit file: same.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let ro = d.path().join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Root ignores permissions: only check when the directory really is read-only.
+        if std::fs::write(ro.join("probe"), b"").is_err() {
+            let junit = ro.join("junit.xml").display().to_string();
+            let mut args = replay_args(&suite, &rec);
+            args.extend(["--junit", junit.as_str()]);
+            let out = podlife(d.path(), &args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(stderr.contains(&junit), "{stderr}");
+        }
+    }
+}
+
+#[test]
+fn include_ignored_reports_a_case_once() {
+    let d = tempfile::tempdir().unwrap();
+    // `no-recording` has no recording folder: ignored in a replay, run (and errored) with
+    // --include-ignored.
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success", "no-recording"]);
+    let rec = root().join("tests/fixtures/recordings");
+    let (suite, rec) = (suite.display().to_string(), rec.display().to_string());
+    for extra in [vec![], vec!["--include-ignored"]] {
+        let reports = tempfile::tempdir().unwrap();
+        let mut args = replay_args(&suite, &rec);
+        let r = reports.path().display().to_string();
+        args.extend(["--reports", r.as_str()]);
+        args.extend(extra.iter().copied());
+        let out = podlife(d.path(), &args);
+        let run = std::fs::read_dir(reports.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+        let names: Vec<&str> = summary["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["case"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["no-recording", "restart-never-success"], "{extra:?}");
+        let no_rec = &summary["cases"][0];
+        if extra.is_empty() {
+            assert_eq!(no_rec["status"], "ignored");
+            assert_eq!(out.status.code(), Some(0));
+        } else {
+            assert_eq!(no_rec["status"], "error", "{no_rec}");
+            assert_eq!(out.status.code(), Some(1));
+        }
+    }
+}
+
+/// A TCP server that accepts connections and never answers; counts accepted connections.
+fn silent_server() -> (u16, std::sync::mpsc::Receiver<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = vec![];
+        for s in l.incoming().flatten() {
+            held.push(s);
+            let _ = tx.send(());
+        }
+    });
+    (port, rx)
+}
+
+fn kubeconfig(dir: &Path, port: u16) -> PathBuf {
+    let p = dir.join("kubeconfig");
+    std::fs::write(
+        &p,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+             users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n\
+             current-context: x\n"
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// Waits for the child, failing the test (and killing it) after `bound`: a ceiling against a
+/// hang, not a timing claim.
+fn wait_bounded(child: &mut std::process::Child, bound: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > bound {
+            let _ = child.kill();
+            panic!("podlife did not end within {bound:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_api_server_that_never_answers_does_not_hang_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
+    let (port, _accepted) = silent_server();
+    let kc = kubeconfig(d.path(), port);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(d.path())
+        .args(["run", "--kubeconfig", &kc.display().to_string()])
+        .args(["--suites", &suite.display().to_string(), "--request-timeout", "1s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_bounded(&mut child, Duration::from_secs(60));
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no complete answer within 4s"), "{stderr}");
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_the_run_with_143() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
+    let (port, accepted) = silent_server();
+    let kc = kubeconfig(d.path(), port);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(d.path())
+        .args(["run", "--kubeconfig", &kc.display().to_string()])
+        .args(["--suites", &suite.display().to_string(), "--request-timeout", "10m"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The preflight has connected: podlife handles signals from before its first request.
+    accepted
+        .recv_timeout(Duration::from_secs(60))
+        .expect("podlife connects to the API server");
+    let sent = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = wait_bounded(&mut child, Duration::from_secs(60));
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}: {stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGTERM before any case started"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,228 @@
+//! Regression fixtures from live runs: every timeline of the normal live runs of 2026-12-01 on
+//! the conformant reference node (`tests/fixtures/live-runs/`, see its README) is re-judged with
+//! today's built-in suites and must pass — a conformant node passes every case.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use podlife::judge::{Outcome, judge_case};
+use podlife::observe::Timeline;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn live_runs() -> PathBuf {
+    root().join("tests/fixtures/live-runs")
+}
+
+/// Reads one gzipped timeline JSON.
+pub fn read_timeline(path: &Path) -> Timeline {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every `(run id, suite::case, timeline)` of the fixtures.
+fn all_timelines() -> Vec<(String, String, PathBuf)> {
+    let mut out = vec![];
+    for run in std::fs::read_dir(live_runs()).unwrap() {
+        let run = run.unwrap().path();
+        let dir = run.join("timelines");
+        if !dir.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            let name = f
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .trim_end_matches(".json.gz")
+                .to_string();
+            let (suite, case) = name.split_once("__").unwrap();
+            out.push((
+                run.file_name().unwrap().to_str().unwrap().to_string(),
+                format!("{suite}::{case}"),
+                f,
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_live_timeline_passes_with_the_current_suites() {
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
+    let cases: Vec<_> = suites.iter().flat_map(|s| &s.cases).collect();
+    let timelines = all_timelines();
+    // 8 runs with timelines × 86 cases.
+    assert_eq!(timelines.len(), 8 * 86, "fixture count changed");
+    let mut failures = vec![];
+    for (run, full, path) in &timelines {
+        let case = cases
+            .iter()
+            .find(|c| &c.full_name() == full)
+            .unwrap_or_else(|| panic!("{run}: no built-in case {full}"));
+        let tl = read_timeline(path);
+        assert!(tl.complete, "{run} {full}: the timeline is not complete");
+        for v in judge_case(&case.spec, &tl) {
+            if v.outcome != Outcome::Pass {
+                failures.push(format!("{run} {full} [{}] {:?}: {}", v.index, v.outcome, v.evidence));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} verdicts not passing:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// The built-in case `full` (`suite::case`).
+fn builtin(full: &str) -> podlife::suite::LoadedCase {
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
+    suites
+        .into_iter()
+        .flat_map(|s| s.cases)
+        .find(|c| c.full_name() == full)
+        .unwrap_or_else(|| panic!("no case {full}"))
+}
+
+/// Judges one expectation (YAML, one list item) of the shape a suite would hold.
+fn judge_one(full: &str, expect: &str, tl: &Timeline) -> podlife::judge::Verdict {
+    let case = builtin(full);
+    let e: Vec<podlife::suite::Expectation> =
+        podlife::suite::load::parse_yaml(expect, "test.yaml").unwrap_or_else(|e| panic!("{e:?}"));
+    podlife::judge::judge(&case.spec, &e[0], tl, 0)
+}
+
+fn timeline(run: &str, file: &str) -> Timeline {
+    read_timeline(&live_runs().join(run).join("timelines").join(format!("{file}.json.gz")))
+}
+
+/// Removes every trace of the containers having run: log lines and start times.
+fn never_ran(tl: &mut Timeline) {
+    tl.logs.clear();
+    for i in &mut tl.instances {
+        i.started_at = None;
+    }
+    for s in &mut tl.snapshots {
+        for c in &mut s.containers {
+            if let podlife::observe::State::Terminated(t) = &mut c.state {
+                t.started_at = None;
+            }
+        }
+    }
+}
+
+#[test]
+fn skipped_running_phase_passes_only_when_the_container_really_ran() {
+    // Live: the API showed Pending → Succeeded; both containers logged and have startedAt.
+    let full = "downward-api::downward-api-env";
+    let tl = timeline("8o9vtjm0", "downward-api__downward-api-env");
+    let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &tl);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(v.evidence.contains("Running not shown by the API"), "{}", v.evidence);
+    assert!(
+        v.evidence.contains("`main` ran: 32 log line(s) from 03:43:36.177"),
+        "{}",
+        v.evidence
+    );
+    // What the API really showed passes too, exactly.
+    let v = judge_one(full, "- phases: [Pending, Succeeded]", &tl);
+    assert_eq!(
+        (v.outcome, v.evidence.as_str()),
+        (Outcome::Pass, "phases Pending → Succeeded")
+    );
+
+    // Without its logs, the terminated state's real startedAt still proves the run.
+    let mut no_logs = tl.clone();
+    no_logs.logs.clear();
+    let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &no_logs);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(
+        v.evidence.contains("`main`#0 ran: startedAt 03:43:36"),
+        "{}",
+        v.evidence
+    );
+
+    // The epoch placeholder of a container that failed to start is no proof.
+    let mut epoch = no_logs.clone();
+    for i in &mut epoch.instances {
+        i.started_at = Some(jiff::Timestamp::UNIX_EPOCH);
+    }
+    let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &epoch);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+
+    // No trace of a run: the skipped Running is not accepted ...
+    let mut ghost = tl.clone();
+    never_ran(&mut ghost);
+    let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &ghost);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    assert!(
+        v.evidence
+            .contains("Running not observed and nothing proves it happened"),
+        "{}",
+        v.evidence
+    );
+    // ... and while the observation runs (logs may still come) it is undecided, not failed.
+    ghost.complete = false;
+    let v = judge_one(full, "- phases: [Pending, Running, Succeeded]", &ghost);
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+
+    // Wrong expectations of the same kind still fail on the same timeline.
+    for wrong in [
+        "- phases: [Pending, Running, Failed]",
+        "- phases: [Pending, Failed]",
+        "- phases: [Running, Succeeded]",
+        "- phases: [Pending, Succeeded, Running]",
+    ] {
+        let v = judge_one(full, wrong, &tl);
+        assert_eq!(v.outcome, Outcome::Fail, "{wrong}: {}", v.evidence);
+        assert!(v.evidence.contains("observed [Pending → Succeeded]"), "{}", v.evidence);
+    }
+}
+
+#[test]
+fn skipped_initialized_false_passes_only_when_init_containers_really_ran() {
+    let full = "init-containers::init-ordering";
+    let mut tl = timeline("8o9vtjm0", "init-containers__init-ordering");
+    let expect = "- condition: {type: Initialized, sequence: [False, True], never: [True, False]}";
+    assert_eq!(judge_one(full, expect, &tl).outcome, Outcome::Pass);
+    // As if the kubelet's first status write came after the init containers completed.
+    for s in &mut tl.snapshots {
+        s.conditions
+            .retain(|c| !(c.r#type == "Initialized" && c.status == "False"));
+    }
+    let v = judge_one(full, expect, &tl);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(v.evidence.contains("False not shown by the API"), "{}", v.evidence);
+    assert!(v.evidence.contains("`init-1` ran"), "{}", v.evidence);
+    // A wrong sequence still fails.
+    let v = judge_one(full, "- condition: {type: Initialized, sequence: [True, False]}", &tl);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    // Ready is never skippable: readiness has no proof besides the condition itself.
+    let v = judge_one(full, "- condition: {type: Ready, sequence: [False, True, False]}", &tl);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    let mut no_ready = tl.clone();
+    for s in &mut no_ready.snapshots {
+        s.conditions.retain(|c| !(c.r#type == "Ready" && c.status == "True"));
+    }
+    let v = judge_one(
+        full,
+        "- condition: {type: Ready, sequence: [False, True, False]}",
+        &no_ready,
+    );
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    // No init container ran: no proof, fail.
+    never_ran(&mut tl);
+    let v = judge_one(full, expect, &tl);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    assert!(v.evidence.contains("nothing proves"), "{}", v.evidence);
+}
