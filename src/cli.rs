@@ -367,6 +367,8 @@ pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timelin
         serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife timeline: {e}", source.display()))?;
     // A stored timeline is a finished observation.
     tl.complete = true;
+    // Timelines written before the STATUS column existed get it computed from their snapshots.
+    tl.fill_columns();
     Ok(tl)
 }
 
@@ -396,8 +398,18 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let verdicts = crate::judge::judge_case(&case.spec, &tl);
+    let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
+    // Same rule as `run --replay`: the source must have done what the steps say.
+    if let Some(v) = crate::judge::steps_verdict(&case.spec, &tl) {
+        verdicts.insert(0, v);
+    }
+    let failed = verdicts
+        .iter()
+        .filter(|v| v.outcome != crate::judge::Outcome::Pass)
+        .count();
+    let passed = verdicts.len() - failed;
     if args.json {
+        // Valid JSON only on stdout, so it can be piped into jq.
         println!(
             "{}",
             serde_json::to_string_pretty(&verdicts).expect("verdicts serialize")
@@ -412,16 +424,11 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
             tl.logs.len()
         );
         print!("{}", crate::report::console::verdict_lines(&verdicts));
+        println!(
+            "result: {}. {passed} passed; {failed} failed or undecided",
+            if failed == 0 { "ok" } else { "FAILED" }
+        );
     }
-    let failed = verdicts
-        .iter()
-        .filter(|v| v.outcome != crate::judge::Outcome::Pass)
-        .count();
-    let passed = verdicts.len() - failed;
-    println!(
-        "result: {}. {passed} passed; {failed} failed or undecided",
-        if failed == 0 { "ok" } else { "FAILED" }
-    );
     if failed == 0 {
         ExitCode::SUCCESS
     } else {

@@ -72,7 +72,8 @@ fn replay_edited(edit: impl Fn(&Path)) -> Vec<(LoadedCase, podlife::results::Att
 #[test]
 fn recordings_without_events_never_pass_a_never_event_verdict() {
     let runs = replay_edited(|dir| std::fs::remove_file(dir.join("events.watch.jsonl")).unwrap());
-    assert_eq!(runs.len(), 30);
+    // Every case with a recording (status-table cases included).
+    assert_eq!(runs.len(), 45);
     let mut never_events = 0;
     for (c, a) in &runs {
         if a.verdicts.iter().any(|v| is_never_event(c, v)) {
@@ -341,10 +342,10 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
     }));
     let tl = observe(inputs);
     let verdicts = podlife::judge::judge_case(&case.spec, &tl);
-    // The gap term→kill uses lastLogLine: the true last line may be missing.
+    // The gap term→kill uses tickStopped (the last tick): the true last line may be missing.
     let gap = verdicts
         .iter()
-        .find(|v| v.kind == "gap" && v.evidence.contains("last log line"))
+        .find(|v| v.kind == "gap" && v.evidence.starts_with("gap `term`→`kill`"))
         .unwrap();
     assert_eq!(gap.outcome, Outcome::Undecided, "{}", gap.evidence);
     // Marks before the gap still measure: DELETE → TERM.
@@ -365,6 +366,7 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
             serde_json::from_value(serde_json::json!({"log": {"container": "main", "regex": "^no such line$"}}))
                 .unwrap(),
         )),
+        after: None,
         before: None,
     });
     let v = podlife::judge::judge(&case.spec, &never, &tl, 0);
@@ -375,6 +377,7 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
             serde_json::from_value(serde_json::json!({"log": {"container": "main", "regex": "^TERM received$"}}))
                 .unwrap(),
         )),
+        after: None,
         before: None,
     });
     assert_eq!(

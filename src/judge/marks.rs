@@ -7,6 +7,37 @@ use crate::observe::{Gap, Instance, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
+/// A compiled text matcher: a regex, or exact equality (templates already substituted).
+pub enum Matcher {
+    Regex(regex::Regex),
+    Equals(String),
+}
+
+impl Matcher {
+    pub fn is_match(&self, text: &str) -> bool {
+        match self {
+            Matcher::Regex(r) => r.is_match(text),
+            Matcher::Equals(e) => e == text,
+        }
+    }
+    /// `/regex/` or `"exact text"` (values substituted), for evidence.
+    pub fn label(&self) -> String {
+        match self {
+            Matcher::Regex(r) => format!("/{}/", r.as_str()),
+            Matcher::Equals(e) => format!("{e:?}"),
+        }
+    }
+}
+
+/// Compiles a `regex`/`equals` pair against the observed pod's template values.
+pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, String> {
+    match t {
+        TextMatch::Regex(p) => compile(p, tl).map(Matcher::Regex),
+        TextMatch::Equals(e) => e.expand(&|n| template_value(tl, n)).map(Matcher::Equals),
+        TextMatch::Missing => Err("neither `regex` nor `equals` given".into()),
+    }
+}
+
 /// Which clock a time was read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
@@ -25,6 +56,8 @@ pub struct Hit {
     pub clock: Clock,
     /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
     pub what: String,
+    /// Why `precision` is not zero, for the evidence (e.g. "status times are whole seconds").
+    pub cause: Option<String>,
     /// Set when a gap in the mark's source could hide the true occurrence (an earlier first, a
     /// later last, or this one received late): the gap, described. Verdicts that measure with
     /// such a mark are undecided.
@@ -38,10 +71,25 @@ impl Hit {
             precision,
             clock,
             what,
+            cause: None,
             uncertain: None,
         }
     }
+
+    fn because(mut self, cause: impl Into<String>) -> Self {
+        if self.precision > ZERO {
+            self.cause = Some(cause.into());
+        }
+        self
+    }
 }
+
+/// Status times are truncated to the second.
+pub const STATUS_CAUSE: &str = "status times are whole seconds";
+
+/// How many of a tick loop's last intervals measure its period: enough to see a stretched
+/// tick on a loaded node, few enough to describe the loop as it was when it stopped.
+const TICK_INTERVALS: usize = 10;
 
 /// Clock time for evidence: `21:07:26.881`.
 pub fn hms(t: Timestamp) -> String {
@@ -77,7 +125,8 @@ pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
 pub fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
     let all: Vec<&Instance> = tl.instances_of(container).collect();
     match sel {
-        InstanceSel::Any => all,
+        // `each` is replaced by a number before resolving (see `for_instance`).
+        InstanceSel::Any | InstanceSel::Each => all,
         InstanceSel::Last => all.last().copied().into_iter().collect(),
         InstanceSel::Nth(n) => all.into_iter().filter(|i| i.instance == n).collect(),
     }
@@ -91,7 +140,7 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
     known.sort_unstable();
     known.dedup();
     match sel {
-        InstanceSel::Any => None,
+        InstanceSel::Any | InstanceSel::Each => None,
         InstanceSel::Last => Some(known.last().copied().into_iter().collect()),
         InstanceSel::Nth(n) => Some(vec![n]),
     }
@@ -117,7 +166,8 @@ pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timesta
             container, instance, ..
         })
         | MarkSpec::FirstLogLine(ContainerInstanceRef { container, instance })
-        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance }) => {
+        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance })
+        | MarkSpec::TickStopped(ContainerInstanceRef { container, instance }) => {
             let sel = match log_instances(tl, container.as_str(), *instance) {
                 Some(v) if v.len() == 1 => Some(v[0]),
                 _ => None,
@@ -137,7 +187,8 @@ fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
             describe(hiding_gaps(spec, tl, before))
         }
         MarkSpec::FirstLogLine(_) => describe(hiding_gaps(spec, tl, Some(hit.at))),
-        MarkSpec::LastLogLine(_) => describe(hiding_gaps(spec, tl, None)),
+        // A lost stream could hide later lines, i.e. a later last tick.
+        MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => describe(hiding_gaps(spec, tl, None)),
         // Status times are the kubelet's own record: late delivery does not move them.
         MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
         // Receive times: the first sighting may come right after a gap that hid the change.
@@ -172,7 +223,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 precision,
                 Clock::Node,
                 format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerTerminated(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
@@ -194,7 +246,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 (t + SECOND).duration_since(at),
                 Clock::Node,
                 format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerSeen(s) => {
             for snap in &tl.snapshots {
@@ -208,7 +261,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                         | (State::Terminated(_), ContainerState::Terminated)
                 );
                 let inst_ok = match (s.instance, c.instance) {
-                    (InstanceSel::Any, _) | (InstanceSel::Last, _) => true,
+                    (InstanceSel::Any | InstanceSel::Last | InstanceSel::Each, _) => true,
                     (InstanceSel::Nth(n), Some(i)) => n == i,
                     // Waiting before any start has no instance: it precedes instance 0.
                     (InstanceSel::Nth(n), None) => n == c.restart_count,
@@ -238,7 +291,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             })
             .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
         MarkSpec::Log(l) => {
-            let re = compile(&l.regex, tl)?;
+            let re = matcher(l.text(), tl)?;
             let inst = log_instances(tl, &l.container, l.instance);
             let mut lines: Vec<_> = tl
                 .logs_of(&l.container, None)
@@ -249,7 +302,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 format!(
                     "no {} log line {} in `{}`{} ({} matching)",
                     l.occurrence,
-                    l.regex,
+                    re.label(),
                     l.container,
                     l.instance,
                     lines.len()
@@ -292,6 +345,44 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ),
             ))
         }
+        MarkSpec::TickStopped(r) => {
+            let inst = log_instances(tl, &r.container, r.instance);
+            let mut lines: Vec<_> = tl
+                .logs_of(&r.container, None)
+                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+                .collect();
+            lines.sort_by_key(|x| x.time);
+            let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
+            let last = tail
+                .last()
+                .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+            // The loop stopped after its last line and before the next tick was due: the
+            // longest recent interval is the period the evidence was sampled at.
+            let period = tail
+                .windows(2)
+                .map(|w| w[1].time.duration_since(w[0].time))
+                .max()
+                .ok_or_else(|| {
+                    format!(
+                        "`{}`{} logged one line: no tick period to measure",
+                        r.container, r.instance
+                    )
+                })?;
+            let p = crate::util::fmt_secs(period.as_secs_f64());
+            Ok(Hit::new(
+                last.time,
+                period,
+                Clock::Node,
+                format!(
+                    "last tick \"{}\" {} {}#{} of a {p} loop",
+                    last.text,
+                    hms(last.time),
+                    last.container,
+                    last.instance
+                ),
+            )
+            .because(format!("a {p} tick loop stops within one tick after its last line")))
+        }
         MarkSpec::Event(e) => {
             let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
             let matches: Vec<_> = tl
@@ -331,24 +422,85 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             .ok_or_else(|| format!("phase {p} never observed")),
         MarkSpec::Condition(c) => {
             let want = format!("{:?}", c.status);
-            let mut prev: Option<String> = None;
+            let msg = c.message.as_ref().map(|m| compile(m, tl)).transpose()?;
+            // A hit is a snapshot where the condition matches (status, and reason and message
+            // when given) and the previous observed value of the condition did not.
+            let mut prev: Option<bool> = None;
             let mut hits = vec![];
             for s in &tl.snapshots {
-                let cur = s.condition(&c.r#type).map(|x| x.status.clone());
-                if cur.as_deref() == Some(want.as_str()) && prev.as_deref() != Some(want.as_str()) {
+                let Some(cond) = s.condition(&c.r#type) else { continue };
+                let now = cond.status == want
+                    && c.reason
+                        .as_ref()
+                        .is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
+                    && msg
+                        .as_ref()
+                        .is_none_or(|m| m.is_match(cond.message.as_deref().unwrap_or_default()));
+                if now && prev != Some(true) {
                     hits.push(s.received);
                 }
-                if cur.is_some() {
-                    prev = cur;
-                }
+                prev = Some(now);
+            }
+            let mut label = format!("{}={}", c.r#type, want);
+            if let Some(r) = &c.reason {
+                label.push_str(&format!(" ({r})"));
+            }
+            if let Some(m) = &c.message {
+                label.push_str(&format!(" message {m}"));
             }
             let t = pick(c.occurrence, &hits)
-                .ok_or_else(|| format!("{}={} never observed ({} times seen)", c.r#type, want, hits.len()))?;
+                .ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))))
+        }
+        MarkSpec::Ready(f) | MarkSpec::Started(f) => {
+            let which = if matches!(spec, MarkSpec::Ready(_)) {
+                "ready"
+            } else {
+                "started"
+            };
+            let mut prev: Option<bool> = None;
+            let mut hits = vec![];
+            for s in &tl.snapshots {
+                let Some(c) = s.container(&f.container) else { continue };
+                // `started` is absent on old servers and before the kubelet reports it.
+                let Some(v) = (if which == "ready" { Some(c.ready) } else { c.started }) else {
+                    continue;
+                };
+                if v == f.value && prev != Some(v) {
+                    hits.push(s.received);
+                }
+                prev = Some(v);
+            }
+            let t = pick(f.occurrence, &hits).ok_or_else(|| {
+                format!(
+                    "no {} turn of `{}` {which}={} ({} seen)",
+                    f.occurrence,
+                    f.container,
+                    f.value,
+                    hits.len()
+                )
+            })?;
             Ok(Hit::new(
                 t,
                 ZERO,
                 Clock::Harness,
-                format!("{}={} seen {}", c.r#type, want, hms(t)),
+                format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
+            ))
+        }
+        MarkSpec::Status(st) => {
+            // Each time the column changes to the text is one occurrence.
+            let hits: Vec<Timestamp> = super::status::status_sequence(tl)
+                .into_iter()
+                .filter(|(t, _)| *t == st.is)
+                .map(|(_, s)| s.received)
+                .collect();
+            let t = pick(st.occurrence, &hits)
+                .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
+            Ok(Hit::new(
+                t,
+                ZERO,
+                Clock::Harness,
+                format!("STATUS {} seen {}", st.is, hms(t)),
             ))
         }
         MarkSpec::PodGone => tl
@@ -375,4 +527,104 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
 
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
     o.pick(items)
+}
+
+/// The mark with `instance: each` replaced by instance `n` (for a gap's `forEachInstance`).
+pub fn for_instance(spec: &MarkSpec, n: u32) -> MarkSpec {
+    let mut spec = spec.clone();
+    let fix = |i: &mut InstanceSel| {
+        if *i == InstanceSel::Each {
+            *i = InstanceSel::Nth(n);
+        }
+    };
+    match &mut spec {
+        MarkSpec::ContainerStarted(c)
+        | MarkSpec::ContainerTerminated(c)
+        | MarkSpec::FirstLogLine(c)
+        | MarkSpec::LastLogLine(c) => fix(&mut c.instance),
+        MarkSpec::ContainerSeen(c) => fix(&mut c.instance),
+        MarkSpec::Log(l) => fix(&mut l.instance),
+        _ => {}
+    }
+    spec
+}
+
+/// Every occurrence of a mark, in time order: a mark with an `occurrence` yields each one, a
+/// mark on `any` instance each instance's. `never` needs them all (the first occurrence may lie
+/// outside the window while a later one lies inside).
+pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
+    // Bounded: a timeline holds far fewer occurrences of anything than this.
+    const MAX: u32 = 100_000;
+    let with_occurrence = |set: &dyn Fn(&mut MarkSpec, Occurrence)| -> Vec<Hit> {
+        let mut out = vec![];
+        for n in 1..MAX {
+            let mut s = spec.clone();
+            set(&mut s, Occurrence::Nth(n));
+            match resolve(&s, tl) {
+                Ok(h) => out.push(h),
+                Err(_) => break,
+            }
+        }
+        out
+    };
+    let mut hits = match spec {
+        MarkSpec::Log(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Log(l) = s {
+                l.occurrence = o
+            }
+        }),
+        MarkSpec::Event(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Event(e) = s {
+                e.occurrence = o
+            }
+        }),
+        MarkSpec::Condition(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Condition(c) = s {
+                c.occurrence = o
+            }
+        }),
+        MarkSpec::Action(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Action(a) = s {
+                a.occurrence = o
+            }
+        }),
+        MarkSpec::Status(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Status(st) = s {
+                st.occurrence = o
+            }
+        }),
+        MarkSpec::Ready(_) | MarkSpec::Started(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Ready(f) | MarkSpec::Started(f) = s {
+                f.occurrence = o
+            }
+        }),
+        MarkSpec::ContainerStarted(c)
+        | MarkSpec::ContainerTerminated(c)
+        | MarkSpec::FirstLogLine(c)
+        | MarkSpec::LastLogLine(c)
+            if c.instance == InstanceSel::Any =>
+        {
+            let mut known: Vec<u32> = tl.instances_of(&c.container).map(|i| i.instance).collect();
+            known.extend(tl.logs_of(&c.container, None).map(|l| l.instance));
+            known.sort_unstable();
+            known.dedup();
+            known
+                .into_iter()
+                .filter_map(|n| {
+                    let mut s = spec.clone();
+                    if let MarkSpec::ContainerStarted(c)
+                    | MarkSpec::ContainerTerminated(c)
+                    | MarkSpec::FirstLogLine(c)
+                    | MarkSpec::LastLogLine(c) = &mut s
+                    {
+                        c.instance = InstanceSel::Nth(n);
+                    }
+                    resolve(&s, tl).ok()
+                })
+                .collect()
+        }
+        _ => resolve(spec, tl).into_iter().collect(),
+    };
+    hits.sort_by_key(|h| h.at);
+    hits
 }
