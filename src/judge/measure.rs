@@ -78,7 +78,8 @@ fn end(spec: &MarkSpec, probes: ProbePeriods, any_probe: Option<f64>, resolution
         MarkSpec::ContainerStarted(r)
         | MarkSpec::ContainerTerminated(r)
         | MarkSpec::FirstLogLine(r)
-        | MarkSpec::LastLogLine(r) => Some(r.container.as_str()),
+        | MarkSpec::LastLogLine(r)
+        | MarkSpec::TickStopped(r) => Some(r.container.as_str()),
         MarkSpec::ContainerSeen(s) => Some(s.container.as_str()),
         MarkSpec::Restarts(r) => Some(r.container.as_str()),
         MarkSpec::Log(l) => Some(l.container.as_str()),
@@ -93,7 +94,10 @@ fn end(spec: &MarkSpec, probes: ProbePeriods, any_probe: Option<f64>, resolution
     };
     let log_of = match spec {
         MarkSpec::Log(l) => Some((l.container.value.clone(), l.instance)),
-        MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) => Some((r.container.value.clone(), r.instance)),
+        // The tick loop's end is read from the same instance's log lines.
+        MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) | MarkSpec::TickStopped(r) => {
+            Some((r.container.value.clone(), r.instance))
+        }
         _ => None,
     };
     End {

@@ -748,7 +748,25 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         Ok(h) => h,
         Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
     };
-    gap_between(g, a, b)
+    let resolution = (secs(a.precision), secs(b.precision));
+    let mut j = gap_between(g, a, b);
+    if !j.measured.is_empty() {
+        j.measures = gap_measures(case, g, tl, resolution);
+    }
+    j
+}
+
+/// The description of a measured gap for `diff` (one per measured value).
+fn gap_measures(case: &Case, g: &GapExpect, tl: &Timeline, resolution: (f64, f64)) -> Vec<measure::MeasureInfo> {
+    measure::gap_info(
+        case,
+        g,
+        Some(resolution),
+        &|c| tl.pod.probe_period(c),
+        tl.pod.any_probe_period(),
+    )
+    .into_iter()
+    .collect()
 }
 
 /// `forEachInstance`: the gap judged once per instance of the container, marks with
@@ -770,6 +788,7 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
     known.dedup();
     let last = known.last().copied();
     let mut measured = vec![];
+    let mut measures = vec![];
     let mut per = vec![];
     let mut skipped = vec![];
     let mut marks_at = vec![];
@@ -796,15 +815,21 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
                     a.what
                 ));
                 j.measured = measured;
+                j.measures = measures;
                 return j;
             }
         };
+        let resolution = (secs(a.precision), secs(b.precision));
         let j = gap_between(g, a.clone(), b.clone());
         measured.extend(j.measured.iter().copied());
+        if !j.measured.is_empty() {
+            measures.extend(gap_measures(case, g, tl, resolution));
+        }
         marks_at.extend(j.marks.iter().cloned());
         if j.outcome == Outcome::Fail {
             let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
             f.measured = measured;
+            f.measures = measures;
             f.marks = j.marks;
             return f;
         }
@@ -838,6 +863,7 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
         }
     };
     j.measured = measured;
+    j.measures = measures;
     j.marks = marks_at;
     j
 }
@@ -933,15 +959,6 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     }
     let mut j = if ok { pass(ev) } else { fail(ev) };
     j.measured = vec![measured];
-    j.measures = measure::gap_info(
-        case,
-        g,
-        Some((secs(a.precision), secs(b.precision))),
-        &|c| tl.pod.probe_period(c),
-        tl.pod.any_probe_period(),
-    )
-    .into_iter()
-    .collect();
     j.marks = vec![
         MarkAt {
             label: g.from.label(),
@@ -1423,6 +1440,7 @@ pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
         },
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     })
 }
 
