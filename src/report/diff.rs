@@ -504,7 +504,7 @@ pub fn render_table(d: &DiffReport) -> String {
     out.push('\n');
     let listed: Vec<&CaseDiff> = d.cases.iter().filter(|c| c.change != Change::Same).collect();
     if listed.is_empty() {
-        out.push_str("no status or verdict changed; no timing moved by --min-change or more\n");
+        out.push_str("no verdict changed, no case status changed, no timing moved by --min-change or more\n");
     } else {
         out.push_str(&format!(
             "{:<52} {:<12} {:<12} {}\n",
