@@ -61,9 +61,9 @@ pub struct RunArgs {
     /// Skip cases whose name contains this (repeatable).
     #[arg(long)]
     pub skip: Vec<String>,
-    /// Cases run at the same time.
-    #[arg(long, default_value_t = 4)]
-    pub test_threads: usize,
+    /// Cases run at the same time (default: all, at most 16 per Ready node).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub test_threads: Option<u32>,
     /// List the cases instead of running them.
     #[arg(long)]
     pub list: bool,
@@ -220,12 +220,15 @@ pub struct DiffArgs {
     pub before: PathBuf,
     /// The later run.
     pub after: PathBuf,
-    /// A timing change counts beyond this: `20%` (relative) or `500ms` (absolute).
-    #[arg(long, default_value = "20%")]
-    pub threshold: crate::report::diff::Threshold,
-    /// With a percentage threshold, ignore changes smaller than this (noise on near-zero gaps).
+    /// An extra floor a timing change must exceed, besides its own noise: `20%` or `500ms`.
+    #[arg(long)]
+    pub threshold: Option<crate::report::diff::Threshold>,
+    /// Do not list timings that moved less than this.
     #[arg(long, default_value = "100ms", value_parser = parse_duration)]
     pub min_change: std::time::Duration,
+    /// Suites describing cases of reports written before verdicts recorded their precision.
+    #[arg(long = "suites", default_value = "suites")]
+    pub suites: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = DiffFormat::Table)]
     pub format: DiffFormat,
 }
@@ -527,7 +530,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
         filter: args.filter,
         exact: args.exact,
         skip: args.skip,
-        test_threads: args.test_threads,
+        test_threads: args.test_threads.map_or(0, |n| n as usize),
         list: args.list,
         ignored: args.ignored,
         include_ignored: args.include_ignored,
@@ -725,11 +728,17 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     }
     // The same defaults as `podlife diff`: the streams are the same, so timings move only
     // where a changed expectation measures something else.
+    let defs = suite::load_suites(&args.suites)
+        .map(|s| crate::report::diff::definitions(&s))
+        .unwrap_or_default();
     let d = crate::report::diff::diff(
         &original,
         &outcome.summary,
-        crate::report::diff::Threshold::Percent(20.0),
-        0.1,
+        &crate::report::diff::DiffOptions {
+            threshold: None,
+            min_change: 0.1,
+        },
+        &defs,
     );
     println!(
         "re-judged run {} with {}: {} passed, {} failed, {} errors, {} ignored; against the original:",
@@ -827,7 +836,16 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let d = diff::diff(&before, &after, args.threshold, args.min_change.as_secs_f64());
+    // Older reports: describe their measurements from the suites, if they load (quietly: a
+    // diff does not need them for anything else).
+    let defs = suite::load_suites(&args.suites)
+        .map(|s| diff::definitions(&s))
+        .unwrap_or_default();
+    let opts = diff::DiffOptions {
+        threshold: args.threshold,
+        min_change: args.min_change.as_secs_f64(),
+    };
+    let d = diff::diff(&before, &after, &opts, &defs);
     match args.format {
         DiffFormat::Table => print!("{}", diff::render_table(&d)),
         DiffFormat::Json => println!("{}", serde_json::to_string_pretty(&d).expect("diff serializes")),

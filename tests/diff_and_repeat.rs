@@ -92,12 +92,22 @@ fn unchanged_runs_show_no_regression_and_a_mutated_one_exits_1() {
     // An absolute threshold above the change hides the timing regression, not the verdict one.
     let (code, out) = diff(&before, &after, &["--threshold", "5s"]);
     assert_eq!(code, 1);
-    assert!(out.contains("1 regression "), "{out}");
+    assert!(out.contains("1 regression;"), "{out}");
 
     // JSON and JUnit formats.
     let (_, json) = diff(&before, &after, &["--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["regressions"], 2);
+    // Reports of this podlife carry each measurement's precision, bounds and noise class.
+    let kill = v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["timing"].as_array().unwrap())
+        .find(|t| t["label"] == "gap `term`→`kill`")
+        .unwrap();
+    assert_eq!(kill["infoSource"], "report");
+    assert_eq!(kill["regression"], true);
     let (_, xml) = diff(&before, &after, &["--format", "junit"]);
     let r = quick_junit::Report::deserialize_from_str(&xml).unwrap();
     assert_eq!(r.failures, 2);

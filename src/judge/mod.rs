@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 pub mod marks;
+pub mod measure;
 pub mod sequence;
 pub mod status;
 
@@ -40,6 +41,10 @@ pub struct Verdict {
     /// The instants of the marks used (a gap's from and to, an order's chain), for timelines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<MarkAt>,
+    /// One per `measured` value: its precision, bounds and noise class, for `podlife diff`
+    /// (absent in reports written before podlife 0.1 recorded it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measures: Vec<measure::MeasureInfo>,
 }
 
 /// A resolved mark as reported: its label and instant.
@@ -75,6 +80,7 @@ struct J {
     evidence: String,
     measured: Vec<f64>,
     marks: Vec<MarkAt>,
+    measures: Vec<measure::MeasureInfo>,
 }
 
 fn pass(e: impl Into<String>) -> J {
@@ -83,6 +89,7 @@ fn pass(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 fn fail(e: impl Into<String>) -> J {
@@ -91,6 +98,7 @@ fn fail(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 /// A decided verdict that a gap in the evidence could overturn becomes undecided, naming the gap.
@@ -101,6 +109,7 @@ fn in_gap(j: J, gap: Option<String>) -> J {
             evidence: format!("{}; undecided: {g}", j.evidence),
             measured: vec![],
             marks: j.marks,
+            measures: vec![],
         },
         _ => j,
     }
@@ -117,6 +126,7 @@ fn undecided(e: impl Into<String>) -> J {
         evidence: e.into(),
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 
@@ -158,6 +168,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         evidence: j.evidence,
         measured: j.measured,
         marks: j.marks,
+        measures: j.measures,
     }
 }
 
@@ -737,7 +748,25 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         Ok(h) => h,
         Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
     };
-    gap_between(g, a, b)
+    let resolution = (secs(a.precision), secs(b.precision));
+    let mut j = gap_between(g, a, b);
+    if !j.measured.is_empty() {
+        j.measures = gap_measures(case, g, tl, resolution);
+    }
+    j
+}
+
+/// The description of a measured gap for `diff` (one per measured value).
+fn gap_measures(case: &Case, g: &GapExpect, tl: &Timeline, resolution: (f64, f64)) -> Vec<measure::MeasureInfo> {
+    measure::gap_info(
+        case,
+        g,
+        Some(resolution),
+        &|c| tl.pod.probe_period(c),
+        tl.pod.any_probe_period(),
+    )
+    .into_iter()
+    .collect()
 }
 
 /// `forEachInstance`: the gap judged once per instance of the container, marks with
@@ -759,6 +788,7 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
     known.dedup();
     let last = known.last().copied();
     let mut measured = vec![];
+    let mut measures = vec![];
     let mut per = vec![];
     let mut skipped = vec![];
     let mut marks_at = vec![];
@@ -785,15 +815,21 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
                     a.what
                 ));
                 j.measured = measured;
+                j.measures = measures;
                 return j;
             }
         };
+        let resolution = (secs(a.precision), secs(b.precision));
         let j = gap_between(g, a.clone(), b.clone());
         measured.extend(j.measured.iter().copied());
+        if !j.measured.is_empty() {
+            measures.extend(gap_measures(case, g, tl, resolution));
+        }
         marks_at.extend(j.marks.iter().cloned());
         if j.outcome == Outcome::Fail {
             let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
             f.measured = measured;
+            f.measures = measures;
             f.marks = j.marks;
             return f;
         }
@@ -827,6 +863,7 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
         }
     };
     j.measured = measured;
+    j.measures = measures;
     j.marks = marks_at;
     j
 }
@@ -1123,28 +1160,7 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         BackoffMeasure::Status => "status finishedAt→startedAt, ±1s precision",
         BackoffMeasure::Logs => "last→first log line",
     };
-    let bounds = |i: usize| -> (Option<f64>, Option<f64>) {
-        if let Some(d) = &b.doubling {
-            let base = d.base.as_secs_f64();
-            let nominal = if d.first_immediate {
-                if i == 0 {
-                    0.0
-                } else {
-                    base * d.factor.powi(i as i32 - 1)
-                }
-            } else {
-                base * d.factor.powi(i as i32)
-            };
-            let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
-            let early = d.early.map_or(0.0, |x| x.as_secs_f64());
-            let late = d.late.map_or(15.0, |x| x.as_secs_f64());
-            (Some(nominal - early), Some(nominal + late))
-        } else if let Some(x) = b.intervals.get(i) {
-            (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
-        } else {
-            (None, None)
-        }
-    };
+    let bounds = |i: usize| backoff_bounds(b, i);
     let mut bad = vec![];
     for (i, (m, iv)) in measured.iter().zip(&ivs).enumerate() {
         let (lo, hi) = bounds(i);
@@ -1193,8 +1209,40 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         };
         pass(format!("backoff `{name}` ({measure}): measured {shown} within {model}"))
     };
+    j.measures = ivs
+        .iter()
+        .enumerate()
+        .map(|(i, iv)| {
+            let (lo, hi) = bounds(i);
+            measure::backoff_info(lo, hi, iv.slack)
+        })
+        .collect();
     j.measured = measured;
     j
+}
+
+/// The bounds `(min, max)` of the `i`-th (from 0) back-off interval.
+pub fn backoff_bounds(b: &BackoffExpect, i: usize) -> (Option<f64>, Option<f64>) {
+    if let Some(d) = &b.doubling {
+        let base = d.base.as_secs_f64();
+        let nominal = if d.first_immediate {
+            if i == 0 {
+                0.0
+            } else {
+                base * d.factor.powi(i as i32 - 1)
+            }
+        } else {
+            base * d.factor.powi(i as i32)
+        };
+        let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
+        let early = d.early.map_or(0.0, |x| x.as_secs_f64());
+        let late = d.late.map_or(15.0, |x| x.as_secs_f64());
+        (Some(nominal - early), Some(nominal + late))
+    } else if let Some(x) = b.intervals.get(i) {
+        (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
+    } else {
+        (None, None)
+    }
 }
 
 /// Gaps where an occurrence of the mark could hide (before `before`, if given), described.
@@ -1392,6 +1440,7 @@ pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
         },
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     })
 }
 

@@ -309,6 +309,7 @@ impl Observer {
                     info.containers.push(ContainerRef {
                         name: c.name.clone(),
                         kind,
+                        probe_period: probe_period(c),
                     });
                     self.kinds.insert(c.name.clone(), kind);
                 }
@@ -316,6 +317,7 @@ impl Observer {
                     info.containers.push(ContainerRef {
                         name: c.name.clone(),
                         kind: ContainerKind::Regular,
+                        probe_period: probe_period(c),
                     });
                     self.kinds.insert(c.name.clone(), ContainerKind::Regular);
                 }
@@ -773,4 +775,13 @@ pub fn parse_cri_line(line: &str) -> Option<(Timestamp, bool, &str)> {
     let tag = it.next()?;
     let text = it.next().unwrap_or("");
     Some((time, tag.starts_with('F'), text))
+}
+
+/// The longest `periodSeconds` of a container's probes (Kubernetes defaults it to 10 s).
+fn probe_period(c: &core::Container) -> Option<f64> {
+    [&c.liveness_probe, &c.readiness_probe, &c.startup_probe]
+        .into_iter()
+        .flatten()
+        .map(|p| f64::from(p.period_seconds.unwrap_or(10)))
+        .reduce(f64::max)
 }

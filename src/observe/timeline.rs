@@ -220,6 +220,25 @@ pub struct PodInfo {
 pub struct ContainerRef {
     pub name: String,
     pub kind: ContainerKind,
+    /// The longest `periodSeconds` of the container's probes (default 10 s), if it has any:
+    /// instants a probe decides are only known to within a period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_period: Option<f64>,
+}
+
+impl PodInfo {
+    /// The probe period of a container (see [`ContainerRef::probe_period`]).
+    pub fn probe_period(&self, container: &str) -> Option<f64> {
+        self.containers
+            .iter()
+            .find(|c| c.name == container)
+            .and_then(|c| c.probe_period)
+    }
+
+    /// The longest probe period of any container.
+    pub fn any_probe_period(&self) -> Option<f64> {
+        self.containers.iter().filter_map(|c| c.probe_period).reduce(f64::max)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

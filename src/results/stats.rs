@@ -20,6 +20,10 @@ pub struct MeasureStats {
     pub min: f64,
     pub median: f64,
     pub max: f64,
+    /// Precision, bounds and noise class of the value (absent in reports written before
+    /// verdicts carried them; `diff` then derives them from the suite).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<crate::judge::measure::MeasureInfo>,
 }
 
 impl MeasureStats {
@@ -78,7 +82,8 @@ pub fn case_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
 
 /// min/median/max of every measured value, over the given attempts (one per repetition).
 pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
-    let mut by_key: std::collections::BTreeMap<(usize, usize), (String, String, Vec<f64>)> = Default::default();
+    type Entry = (String, String, Vec<f64>, Option<crate::judge::measure::MeasureInfo>);
+    let mut by_key: std::collections::BTreeMap<(usize, usize), Entry> = Default::default();
     for a in attempts {
         for v in &a.verdicts {
             if v.index == usize::MAX {
@@ -86,17 +91,20 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
             }
             let label = v.evidence.split(": ").next().unwrap_or(&v.kind).to_string();
             for (pos, m) in v.measured.iter().enumerate() {
-                by_key
+                let e = by_key
                     .entry((v.index, pos))
-                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![]))
-                    .2
-                    .push(*m);
+                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![], None));
+                e.2.push(*m);
+                // The last repetition's description (its resolution may differ by a few ms).
+                if let Some(info) = v.measures.get(pos) {
+                    e.3 = Some(info.clone());
+                }
             }
         }
     }
     by_key
         .into_iter()
-        .map(|((index, position), (kind, label, mut values))| {
+        .map(|((index, position), (kind, label, mut values, info))| {
             values.sort_by(|a, b| a.total_cmp(b));
             let n = values.len();
             let median = if n % 2 == 1 {
@@ -113,6 +121,7 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
                 min: values[0],
                 median,
                 max: values[n - 1],
+                info,
             }
         })
         .collect()

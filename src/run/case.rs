@@ -75,6 +75,7 @@ fn failed_step(evidence: String) -> Verdict {
         evidence,
         measured: vec![],
         marks: vec![],
+        measures: vec![],
     }
 }
 

@@ -1,0 +1,273 @@
+//! `MeasureInfo`: what a measured value (a gap, a back-off interval) means when two runs are
+//! compared — how exactly it is known, what it was judged against, and which noise model
+//! applies to it — so `podlife diff` can tell noise from regression.
+//!
+//! Precision comes from the marks: a status time is whole seconds (the true instant lies in the
+//! second after it, narrowed by the instance's own log lines), a mark that a probe decides can
+//! fall anywhere within one probe period, CRI log timestamps are nanoseconds and receive times
+//! and our own actions are read on the harness clock. The noise class says what decides the
+//! value from run to run on a conformant node (see `report::diff` for the magnitudes).
+
+use serde::{Deserialize, Serialize};
+
+use crate::suite::model::*;
+use crate::suite::types::InstanceSel;
+
+/// The comparison-relevant description of one measured value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MeasureInfo {
+    /// The true value may be up to this much smaller than measured (seconds).
+    pub below: f64,
+    /// The true value may be up to this much larger than measured (seconds).
+    pub above: f64,
+    /// Why it is not exact (empty when both ends are nanosecond or harness-clock instants).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub precision: Vec<String>,
+    /// The bounds the value was judged against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// The value the expectation aims at: a gap's `target`, a back-off step's lower bound (the
+    /// kubelet never restarts before the back-off expires, only later). None: bounds only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal: Option<f64>,
+    /// What decides the value from run to run.
+    pub noise: Noise,
+}
+
+/// What decides a measured value from run to run (magnitudes in `report::diff::noise_of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Noise {
+    /// Both ends are log lines of one container instance without probes: the container's own
+    /// code, its hooks and the runtime's timers (grace period) decide it.
+    Process,
+    /// At least one end is a kubelet reaction noticed by its 1 s PLEG relist, a probe, a status
+    /// write, an event or a watch delivery.
+    Kubelet,
+    /// A back-off wait: the kubelet restarts at the first pod sync after the back-off expires.
+    Backoff,
+}
+
+/// A mark's contribution: how it is read and what decides it.
+struct End {
+    /// Resolution of the instant (the true instant lies in `[at, at + resolution)`), seconds.
+    resolution: f64,
+    resolution_cause: Option<&'static str>,
+    /// A probe decides this instant: it may lie up to one period after the underlying change.
+    probe_period: Option<f64>,
+    /// `(container, instance)` when the mark is one of that instance's log lines.
+    log_of: Option<(String, InstanceSel)>,
+}
+
+/// The probe period (longest `periodSeconds` of its probes) of a container, if it has probes.
+pub type ProbePeriods<'a> = &'a dyn Fn(&str) -> Option<f64>;
+
+fn end(spec: &MarkSpec, probes: ProbePeriods, any_probe: Option<f64>, resolution: Option<f64>) -> End {
+    let status = |r: Option<f64>| (r.unwrap_or(1.0), Some("whole-second status time"));
+    let (resolution, resolution_cause) = match spec {
+        MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) => status(resolution),
+        _ => match resolution {
+            Some(r) if r > 0.0 => (r, Some("mark resolution")),
+            _ => (0.0, None),
+        },
+    };
+    let container: Option<&str> = match spec {
+        MarkSpec::ContainerStarted(r)
+        | MarkSpec::ContainerTerminated(r)
+        | MarkSpec::FirstLogLine(r)
+        | MarkSpec::LastLogLine(r)
+        | MarkSpec::TickStopped(r) => Some(r.container.as_str()),
+        MarkSpec::ContainerSeen(s) => Some(s.container.as_str()),
+        MarkSpec::Restarts(r) => Some(r.container.as_str()),
+        MarkSpec::Log(l) => Some(l.container.as_str()),
+        MarkSpec::Event(e) => e.container.as_ref().map(|c| c.as_str()),
+        _ => None,
+    };
+    let probe_period = match spec {
+        // Readiness (and a startup probe gating it) flips a condition at a probe tick.
+        MarkSpec::Condition(_) => any_probe,
+        MarkSpec::Event(e) if e.reason == "Unhealthy" => container.and_then(probes).or(any_probe),
+        _ => container.and_then(probes),
+    };
+    let log_of = match spec {
+        MarkSpec::Log(l) => Some((l.container.value.clone(), l.instance)),
+        // The tick loop's end is read from the same instance's log lines.
+        MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) | MarkSpec::TickStopped(r) => {
+            Some((r.container.value.clone(), r.instance))
+        }
+        _ => None,
+    };
+    End {
+        resolution,
+        resolution_cause,
+        probe_period,
+        log_of,
+    }
+}
+
+fn lookup(case: &Case, r: &MarkRef) -> Option<MarkSpec> {
+    match r {
+        MarkRef::Named(n) => case
+            .marks
+            .get(&n.value)
+            .cloned()
+            .or_else(|| crate::suite::load::builtin_mark(&n.value)),
+        MarkRef::Inline(m) => Some((**m).clone()),
+    }
+}
+
+/// A gap's bounds and ideal: `(min, max, ideal)`.
+pub fn gap_bounds(g: &GapExpect) -> (Option<f64>, Option<f64>, Option<f64>) {
+    match (g.target, g.tolerance) {
+        (Some(t), tol) => {
+            let (t, tol) = (t.as_secs_f64(), tol.map_or(0.0, |d| d.as_secs_f64()));
+            (Some(t - tol), Some(t + tol), Some(t))
+        }
+        (None, _) => (g.min.map(|d| d.as_secs_f64()), g.max.map(|d| d.as_secs_f64()), None),
+    }
+}
+
+/// Describes a gap. `resolution` gives each end's measured resolution (the resolved marks'
+/// precision) when known; without it (reports written before podlife recorded this) status
+/// marks count as whole seconds and everything else as exact.
+pub fn gap_info(
+    case: &Case,
+    g: &GapExpect,
+    resolution: Option<(f64, f64)>,
+    probes: ProbePeriods,
+    any_probe: Option<f64>,
+) -> Option<MeasureInfo> {
+    let (from, to) = (lookup(case, &g.from)?, lookup(case, &g.to)?);
+    let (ra, rb) = resolution.unzip();
+    let a = end(&from, probes, any_probe, ra);
+    let b = end(&to, probes, any_probe, rb);
+    // The true gap is (to_true − from_true): a late-read `from` makes the gap look longer
+    // (its resolution counts below), a late-read `to` makes it look shorter (above). A
+    // probe-decided instant is up to a period after the change it reports.
+    let mut below = a.resolution + b.probe_period.unwrap_or(0.0);
+    let mut above = b.resolution + a.probe_period.unwrap_or(0.0);
+    if !below.is_finite() {
+        below = 0.0;
+    }
+    if !above.is_finite() {
+        above = 0.0;
+    }
+    let mut precision = vec![];
+    for (e, which) in [(&a, "from"), (&b, "to")] {
+        if let Some(c) = e.resolution_cause
+            && e.resolution > 0.0
+        {
+            precision.push(format!("{which}: {c} (±{})", crate::util::fmt_secs(e.resolution)));
+        }
+        if let Some(p) = e.probe_period {
+            precision.push(format!("{which}: probe period {}", crate::util::fmt_secs(p)));
+        }
+    }
+    // One instance unless the marks name two different ones (`any`/`last` next to a number is
+    // taken as the same run: the suites name instances explicitly for gaps across a restart).
+    let same_process = match (&a.log_of, &b.log_of) {
+        (Some((ca, ia)), Some((cb, ib))) => {
+            let distinct = matches!((ia, ib), (InstanceSel::Nth(x), InstanceSel::Nth(y)) if x != y);
+            ca == cb && !distinct && probes(ca).is_none()
+        }
+        _ => false,
+    };
+    let (min, max, ideal) = gap_bounds(g);
+    Some(MeasureInfo {
+        below,
+        above,
+        precision,
+        min,
+        max,
+        ideal,
+        noise: if same_process { Noise::Process } else { Noise::Kubelet },
+    })
+}
+
+/// Describes the `i`-th back-off interval judged against `(lo, hi)`; `slack` is the
+/// measurement's own resolution on each side (1 s for status times, 0 for log lines).
+pub fn backoff_info(lo: Option<f64>, hi: Option<f64>, slack: f64) -> MeasureInfo {
+    // A restart that waits out a back-off step happens at a pod sync after it; an immediate
+    // restart (no lower bound above 0) is a plain kubelet reaction.
+    let waits = lo.is_some_and(|l| l > 0.0);
+    let precision = if slack > 0.0 {
+        vec![format!("whole-second status times (±{})", crate::util::fmt_secs(slack))]
+    } else {
+        vec![]
+    };
+    MeasureInfo {
+        below: slack,
+        above: slack,
+        precision,
+        min: lo,
+        max: hi,
+        ideal: lo.filter(|l| *l > 0.0),
+        noise: if waits { Noise::Backoff } else { Noise::Kubelet },
+    }
+}
+
+/// The longest `periodSeconds` of a container's probes in a pod manifest (Kubernetes defaults
+/// it to 10 s), or None when it has no probe.
+pub fn probe_period_in(pod: &serde_json::Value, container: &str) -> Option<f64> {
+    let spec = pod.get("spec")?;
+    let all = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k)?.as_array())
+        .flatten();
+    let c = all
+        .into_iter()
+        .find(|c| c.get("name").and_then(|n| n.as_str()) == Some(container))?;
+    ["livenessProbe", "readinessProbe", "startupProbe"]
+        .iter()
+        .filter_map(|p| c.get(*p))
+        .map(|p| p.get("periodSeconds").and_then(|s| s.as_f64()).unwrap_or(10.0))
+        .reduce(f64::max)
+}
+
+/// The longest probe period of any container of a pod manifest.
+pub fn any_probe_period_in(pod: &serde_json::Value) -> Option<f64> {
+    let spec = pod.get("spec")?;
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| spec.get(*k)?.as_array())
+        .flatten()
+        .filter_map(|c| c.get("name")?.as_str())
+        .filter_map(|n| probe_period_in(pod, n))
+        .reduce(f64::max)
+}
+
+/// Describes the measured values of expectation `index` of a case from its definition alone
+/// (no timeline): used for reports written before verdicts carried `measures`. `label` is the
+/// report's label of the value (`gap \`term\`→\`kill\``, `backoff \`main\` (...)`): when the
+/// expectation at that place measures something else now, there is no description.
+pub fn static_info(
+    case: &Case,
+    pod: &serde_json::Value,
+    index: usize,
+    position: usize,
+    label: &str,
+) -> Option<MeasureInfo> {
+    let e = &case.expect.get(index)?.value;
+    let same = match e {
+        Expectation::Gap(g) => label == format!("gap {}→{}", g.from.label(), g.to.label()),
+        Expectation::Backoff(b) => label.starts_with(&format!("backoff `{}`", b.container.as_str())),
+        _ => false,
+    };
+    if !same {
+        return None;
+    }
+    let probes = |c: &str| probe_period_in(pod, c);
+    let any = any_probe_period_in(pod);
+    match e {
+        Expectation::Gap(g) if position == 0 => gap_info(case, g, None, &probes, any),
+        Expectation::Backoff(b) => {
+            let (lo, hi) = super::backoff_bounds(b, position);
+            let slack = if b.measure == BackoffMeasure::Status { 1.0 } else { 0.0 };
+            Some(backoff_info(lo, hi, slack))
+        }
+        _ => None,
+    }
+}
