@@ -46,7 +46,11 @@ fn clean_lists_by_default_and_deletes_only_matching_podlife_namespaces_with_yes(
         f.add_namespace("podlife-new1-mock-a", labels("new1", "a"), "2026-12-01T05:59:30Z");
         // Someone else's namespaces: no podlife labels, or a run label without managed-by.
         f.add_namespace("team-payments", json!({"team": "payments"}), "2026-11-01T00:00:00Z");
-        f.add_namespace("podlife-lookalike", json!({"podlife.dev/run": "old1"}), "2026-11-01T00:00:00Z");
+        f.add_namespace(
+            "podlife-lookalike",
+            json!({"podlife.dev/run": "old1"}),
+            "2026-11-01T00:00:00Z",
+        );
     }
     let run = |o: CleanOptions| {
         let mut out = vec![];
@@ -94,7 +98,10 @@ fn clean_lists_by_default_and_deletes_only_matching_podlife_namespaces_with_yes(
 
 #[test]
 fn clean_with_nothing_to_do_says_so() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let (client, _fake) = {
         let _g = rt.enter();
         fake_api::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings"))

@@ -51,18 +51,15 @@ fn age(secs: f64) -> String {
 
 /// Lists podlife namespaces matching the options, prints them, and deletes them with `yes`.
 pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -> Result<CleanOutcome, ClusterError> {
-    let listed = tokio::time::timeout(
-        opts.request_timeout,
-        namespaces_labelled(client, opts.run.as_deref()),
-    )
-    .await
-    .map_err(|_| ClusterError::Unavailable {
-        what: "list namespaces".into(),
-        reason: format!(
-            "no answer within {}",
-            crate::util::fmt_secs(opts.request_timeout.as_secs_f64())
-        ),
-    })??;
+    let listed = tokio::time::timeout(opts.request_timeout, namespaces_labelled(client, opts.run.as_deref()))
+        .await
+        .map_err(|_| ClusterError::Unavailable {
+            what: "list namespaces".into(),
+            reason: format!(
+                "no answer within {}",
+                crate::util::fmt_secs(opts.request_timeout.as_secs_f64())
+            ),
+        })??;
     let matching: Vec<PodlifeNamespace> = listed
         .into_iter()
         .filter(|n| match (opts.older_than, n.created) {
