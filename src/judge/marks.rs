@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::observe::{Instance, State, Timeline};
+use crate::observe::{Gap, Instance, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
@@ -25,6 +25,10 @@ pub struct Hit {
     pub clock: Clock,
     /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
     pub what: String,
+    /// Set when a gap in the mark's source could hide the true occurrence (an earlier first, a
+    /// later last, or this one received late): the gap, described. Verdicts that measure with
+    /// such a mark are undecided.
+    pub uncertain: Option<String>,
 }
 
 impl Hit {
@@ -34,6 +38,7 @@ impl Hit {
             precision,
             clock,
             what,
+            uncertain: None,
         }
     }
 }
@@ -92,8 +97,60 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
     }
 }
 
-/// Resolves a mark; `Err` explains why it has not (yet) occurred.
+/// Resolves a mark; `Err` explains why it has not (yet) occurred. The hit says whether a gap in
+/// its source makes its instant uncertain.
 pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
+    let mut hit = resolve_raw(spec, tl)?;
+    if !tl.gaps.is_empty() {
+        hit.uncertain = uncertainty(spec, &hit, tl);
+    }
+    Ok(hit)
+}
+
+/// Gaps of the source a mark is read from that start before `before` (`None`: any): where an
+/// occurrence of the mark could hide.
+pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timestamp>) -> Vec<&'a Gap> {
+    let early = |g: &&Gap| before.is_none_or(|t| g.starts_before(t));
+    match spec {
+        MarkSpec::Event(_) => tl.event_gaps().filter(early).collect(),
+        MarkSpec::Log(LogMark {
+            container, instance, ..
+        })
+        | MarkSpec::FirstLogLine(ContainerInstanceRef { container, instance })
+        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance }) => {
+            let sel = match log_instances(tl, container.as_str(), *instance) {
+                Some(v) if v.len() == 1 => Some(v[0]),
+                _ => None,
+            };
+            tl.log_gaps(container.as_str(), sel).filter(early).collect()
+        }
+        MarkSpec::Action(_) => vec![],
+        _ => tl.pod_gaps().filter(early).collect(),
+    }
+}
+
+fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
+    let describe = |gs: Vec<&Gap>| gs.first().map(|g| g.describe());
+    match spec {
+        MarkSpec::Event(EventMark { occurrence, .. }) | MarkSpec::Log(LogMark { occurrence, .. }) => {
+            let before = (*occurrence != Occurrence::Last).then_some(hit.at);
+            describe(hiding_gaps(spec, tl, before))
+        }
+        MarkSpec::FirstLogLine(_) => describe(hiding_gaps(spec, tl, Some(hit.at))),
+        MarkSpec::LastLogLine(_) => describe(hiding_gaps(spec, tl, None)),
+        // Status times are the kubelet's own record: late delivery does not move them.
+        MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
+        // Receive times: the first sighting may come right after a gap that hid the change.
+        _ => {
+            let prev = tl.snapshots.iter().map(|s| s.received).filter(|r| *r < hit.at).max();
+            tl.pod_gaps()
+                .find(|g| g.overlaps(prev, Some(hit.at)) || (g.to.is_none() && g.starts_before(hit.at)))
+                .map(|g| g.describe())
+        }
+    }
+}
+
+fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     match spec {
         MarkSpec::ContainerStarted(r) => {
             let inst = select_instances(tl, &r.container, r.instance);

@@ -92,6 +92,24 @@ fn fail(e: impl Into<String>) -> J {
         marks: vec![],
     }
 }
+/// A decided verdict that a gap in the evidence could overturn becomes undecided, naming the gap.
+fn in_gap(j: J, gap: Option<String>) -> J {
+    match gap {
+        Some(g) if j.outcome != Outcome::Undecided => J {
+            outcome: Outcome::Undecided,
+            evidence: format!("{}; undecided: {g}", j.evidence),
+            measured: vec![],
+            marks: j.marks,
+        },
+        _ => j,
+    }
+}
+
+/// The pod watch was down when the observation ended: the last state seen may be stale.
+fn stale_end(tl: &Timeline) -> Option<String> {
+    tl.pod_gap_at_end().map(|g| g.describe())
+}
+
 fn undecided(e: impl Into<String>) -> J {
     J {
         outcome: Outcome::Undecided,
@@ -103,15 +121,30 @@ fn undecided(e: impl Into<String>) -> J {
 
 pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdict {
     let j = match e {
-        Expectation::Phase(p) => phase(*p, tl),
-        Expectation::Phases(seq) => phases(seq, tl),
-        Expectation::Container(c) => container(c, tl),
-        Expectation::Condition(c) => condition(c, tl),
+        Expectation::Phase(p) => in_gap(phase(*p, tl), stale_end(tl)),
+        Expectation::Phases(seq) => phases_gaps(seq, phases(seq, tl), tl),
+        Expectation::Container(c) => container_gaps(c, container(c, tl), tl),
+        Expectation::Condition(c) => condition_gaps(c, condition(c, tl), tl),
         Expectation::Order(list) => order(case, list, tl),
         Expectation::Gap(g) => gap(case, g, tl),
         Expectation::Event(ev) => event(ev, tl),
         Expectation::Log(l) => log(l, tl),
-        Expectation::Backoff(b) => backoff(b, tl),
+        Expectation::Backoff(b) => {
+            // Status intervals are the kubelet's own times; a missing interval may hide in a
+            // pod-watch gap, and a log interval's ends in a log gap.
+            let j = backoff(b, tl);
+            let gap = match b.measure {
+                BackoffMeasure::Logs => tl.log_gaps(&b.container, None).next(),
+                BackoffMeasure::Status => None,
+            }
+            .or_else(|| {
+                (j.evidence.contains("expected at least"))
+                    .then(|| tl.pod_gaps().next())
+                    .flatten()
+            })
+            .map(|g| g.describe());
+            in_gap(j, gap)
+        }
         Expectation::Never(n) => never(case, n, tl),
     };
     Verdict {
@@ -196,6 +229,117 @@ fn phases(seq: &[PodPhase], tl: &Timeline) -> J {
         )),
         SeqMatch::Mismatch => fail(format!("phases: {shown}")),
     }
+}
+
+/// True when `seen` appears in `want` in order (what hidden items could complete).
+fn is_subsequence(seen: &[String], want: &[&str]) -> bool {
+    let mut it = want.iter();
+    seen.iter().all(|s| it.any(|w| *w == s))
+}
+
+/// Phases only move forward (Pending → Running → Succeeded/Failed), so a pod-watch gap can hide
+/// a phase only between two observed phases more than one step apart, or after the last
+/// observed one when the gap is still open at the end. Returns the gap and the phases it could
+/// hide.
+fn hidden_phases(tl: &Timeline) -> Option<(String, Vec<&'static str>)> {
+    const ALL: [&str; 4] = ["Pending", "Running", "Succeeded", "Failed"];
+    let rank = |p: &str| match p {
+        "Pending" => 0,
+        "Running" => 1,
+        "Succeeded" | "Failed" => 2,
+        _ => 3,
+    };
+    let phased: Vec<_> = tl
+        .snapshots
+        .iter()
+        .filter_map(|s| Some((s.received, s.phase.as_deref()?)))
+        .collect();
+    for g in tl.pod_gaps() {
+        let before = phased.iter().rev().find(|(r, _)| g.from.is_some_and(|f| *r <= f));
+        let after = phased.iter().find(|(r, _)| g.to.is_some_and(|t| *r >= t));
+        let (lo, hi) = match (before, after) {
+            (Some((_, a)), Some((_, b))) if rank(a) < 3 && rank(b) < 3 => (rank(a) + 1, rank(b)),
+            (None, Some((_, b))) if rank(b) < 3 => (0, rank(b)),
+            (Some((_, a)), None) if rank(a) < 3 => (rank(a) + 1, 3),
+            _ => (0, 3),
+        };
+        let hidden: Vec<&str> = ALL.iter().copied().filter(|p| rank(p) >= lo && rank(p) < hi).collect();
+        if !hidden.is_empty() {
+            return Some((g.describe(), hidden));
+        }
+    }
+    None
+}
+
+/// `phases` with gaps: observed phases are real. A pass stands when every phase a gap could
+/// hide is expected anyway (shown or skipped, the sequence still matches); a failure stands
+/// when what was seen is not a part of the expected sequence, which no hidden phase can mend.
+fn phases_gaps(seq: &[PodPhase], j: J, tl: &Timeline) -> J {
+    let Some((gap, hidden)) = hidden_phases(tl) else {
+        return j;
+    };
+    let want: Vec<&str> = seq.iter().map(|p| p.as_str()).collect();
+    let doubt = match j.outcome {
+        Outcome::Pass => hidden.iter().any(|h| !want.contains(h)),
+        Outcome::Fail => is_subsequence(&phase_sequence(tl), &want),
+        Outcome::Undecided => false,
+    };
+    in_gap(j, doubt.then_some(gap))
+}
+
+/// `container` with gaps: final state and restartCount need the pod watch up at the end; a
+/// waiting reason not seen may have been shown during a pod-watch gap. A restartCount already
+/// above its bound, or a container seen to start when it should never, stays failed.
+fn container_gaps(c: &ContainerExpect, j: J, tl: &Timeline) -> J {
+    if j.outcome == Outcome::Undecided || tl.gaps.is_empty() {
+        return j;
+    }
+    if j.outcome == Outcome::Fail {
+        let seen_starting = c.never_started && j.evidence.contains("was expected never to start");
+        let over = c.restart_count.as_ref().is_some_and(|rc| {
+            let got = tl
+                .snapshots
+                .iter()
+                .rev()
+                .find_map(|s| s.container(&c.name))
+                .map(|s| u64::from(s.restart_count));
+            got.is_some_and(|g| rc.exactly.is_some_and(|e| g > e) || rc.at_most.is_some_and(|m| g > m))
+        });
+        if seen_starting || over {
+            return j;
+        }
+    }
+    if let Some(g) = stale_end(tl) {
+        return in_gap(j, Some(g));
+    }
+    if !c.waiting_reasons_seen.is_empty() && j.outcome == Outcome::Fail && j.evidence.contains("waiting reasons") {
+        return in_gap(j, tl.pod_gaps().next().map(|g| g.describe()));
+    }
+    j
+}
+
+/// `condition` with gaps: a pod-watch gap between the first and last status seen can hide
+/// flips (a condition can go back and forth), so sequences and `last` are undecided; a
+/// forbidden transition that was seen stays failed.
+fn condition_gaps(c: &ConditionExpect, j: J, tl: &Timeline) -> J {
+    if j.outcome == Outcome::Undecided || tl.gaps.is_empty() {
+        return j;
+    }
+    if j.outcome == Outcome::Fail && j.evidence.contains("must never happen") {
+        return j;
+    }
+    let seen: Vec<_> = tl
+        .snapshots
+        .iter()
+        .filter(|s| s.condition(&c.r#type).is_some())
+        .map(|s| s.received)
+        .collect();
+    let first = seen.first().copied();
+    let gap = tl
+        .pod_gaps()
+        .find(|g| g.to.is_none() || first.is_none() || g.overlaps(first, seen.last().copied()))
+        .map(|g| g.describe());
+    in_gap(j, gap)
 }
 
 /// Evidence for states the API skipped: which, why that is allowed, and the proof.
@@ -455,6 +599,15 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             }
         }
     }
+    // A mark whose instant a gap makes uncertain could be anywhere in that gap.
+    if let Some((l, h)) = hits.iter().find(|(_, h)| h.uncertain.is_some()) {
+        let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
+        return undecided(format!(
+            "order: {}; undecided: {l} may lie elsewhere: {}",
+            chain.join(", "),
+            h.uncertain.as_deref().unwrap_or_default()
+        ));
+    }
     let mut notes = vec![];
     for w in hits.windows(2) {
         let ((la, a), (lb, b)) = (&w[0], &w[1]);
@@ -554,6 +707,21 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         a.what,
         b.what
     );
+    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
+        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
+        let mut j = undecided(format!("{ev}; undecided: {why}"));
+        j.marks = vec![
+            MarkAt {
+                label: g.from.label(),
+                at: a.at,
+            },
+            MarkAt {
+                label: g.to.label(),
+                at: b.at,
+            },
+        ];
+        return j;
+    }
     let mut j = if ok { pass(ev) } else { fail(ev) };
     j.measured = vec![measured];
     j.marks = vec![
@@ -567,6 +735,19 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         },
     ];
     j
+}
+
+/// Decides a count seen through a source with gaps (`gap`: the first, described): occurrences
+/// seen are real, so a count already over its bound fails and one meeting a lower-only bound
+/// passes; anything else may change with what the gap hid, so it is undecided.
+fn decide_count_in_gap(count: &Count, n: u64, complete: bool, what: String, gap: Option<String>) -> J {
+    let j = decide_count(count, n, complete, what);
+    let exceeded = count.exactly.is_some_and(|e| n > e) || count.at_most.is_some_and(|m| n > m);
+    let only_lower = count.exactly.is_none() && count.at_most.is_none();
+    if exceeded || (j.outcome == Outcome::Pass && only_lower) {
+        return j;
+    }
+    in_gap(j, gap)
 }
 
 /// Decides a count: pass/fail once it can no longer change the answer.
@@ -608,7 +789,8 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
         what.push_str(&format!(" message {m}"));
     }
     let count = e.count.unwrap_or(Count::at_least(1));
-    let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
+    let gap = tl.event_gaps().next().map(|g| g.describe());
+    let mut j = decide_count_in_gap(&count, matching.len() as u64, tl.complete, what, gap);
     if j.outcome != Outcome::Pass && matching.len() < all.len() {
         let sample = all
             .iter()
@@ -649,7 +831,13 @@ fn log(l: &LogExpect, tl: &Timeline) -> J {
     let matching: Vec<_> = lines.iter().filter(|x| re.is_match(&x.text)).collect();
     let what = format!("log {} in `{}`{}", re.as_str(), l.container, l.instance);
     let count = l.count.unwrap_or(Count::at_least(1));
-    let mut j = decide_count(&count, matching.len() as u64, tl.complete, what);
+    let sel = match l.instance {
+        InstanceSel::Nth(n) => Some(n),
+        InstanceSel::Last => lines.first().map(|x| x.instance),
+        InstanceSel::Any => None,
+    };
+    let gap = tl.log_gaps(&l.container, sel).next().map(|g| g.describe());
+    let mut j = decide_count_in_gap(&count, matching.len() as u64, tl.complete, what, gap);
     if let Some(first) = matching.first() {
         j.evidence.push_str(&format!(
             "; first \"{}\" {}#{} {}",
@@ -811,16 +999,51 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
     j
 }
 
+/// Gaps where an occurrence of the mark could hide (before `before`, if given), described.
+fn hidden_by(case: &Case, r: &MarkRef, tl: &Timeline, before: Option<Timestamp>) -> Option<String> {
+    if tl.gaps.is_empty() {
+        return None;
+    }
+    let spec = lookup(case, r).ok()?;
+    marks::hiding_gaps(&spec, tl, before).first().map(|g| g.describe())
+}
+
 fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
     let m = mark(case, &n.mark, tl);
     match &n.before {
+        // An occurrence seen is seen; an absence is only proven where the source was up.
         None => match m {
             Ok(h) => fail(format!("never {}: it occurred ({})", n.mark.label(), h.what)),
-            Err(_) if tl.complete => pass(format!("never {}: did not occur", n.mark.label())),
+            Err(_) if tl.complete => in_gap(
+                pass(format!("never {}: did not occur", n.mark.label())),
+                hidden_by(case, &n.mark, tl, None),
+            ),
             Err(_) => undecided(format!("never {}: not so far", n.mark.label())),
         },
         Some(before) => {
             let b = mark(case, before, tl);
+            // `m` before `b` is refuted by an earlier `b` hidden in a gap; `m` not before `b` by
+            // an `m` hidden before `b`.
+            let b_hidden_before = |t: Timestamp| hidden_by(case, before, tl, Some(t));
+            let m_hidden_before = |t: Timestamp| hidden_by(case, &n.mark, tl, Some(t));
+            let j = match (&m, &b) {
+                (Ok(h), Ok(bh)) if h.at < bh.at => Some(b_hidden_before(h.at)),
+                (Ok(h), Err(_)) => Some(b_hidden_before(h.at)),
+                (_, Ok(bh)) => Some(m_hidden_before(bh.at)),
+                (Err(_), Err(_)) => None,
+            };
+            let verdict = never_before(n, before, m, b, tl);
+            match j {
+                Some(gap) => in_gap(verdict, gap),
+                None => verdict,
+            }
+        }
+    }
+}
+
+fn never_before(n: &NeverExpect, before: &MarkRef, m: Result<Hit, String>, b: Result<Hit, String>, tl: &Timeline) -> J {
+    {
+        {
             match (m, b) {
                 (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
                     "never {} before {}: it occurred first ({}; {})",
@@ -852,6 +1075,12 @@ fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
             }
         }
     }
+}
+
+/// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never
+/// saw its mark is then undecided, not failed.
+pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
+    hidden_by(case, r, tl, None)
 }
 
 /// Whether a mark (by reference) has occurred; used by `waitFor` steps.

@@ -4,6 +4,9 @@ pub mod observer;
 pub mod recording;
 pub mod timeline;
 
-pub use observer::{Input, NewInstance, Observer, WatchKind};
+pub use observer::{
+    Input, MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, NewInstance, Observer,
+    TRUNCATED_MARKER, WatchKind, cap_line,
+};
 pub use recording::Recording;
 pub use timeline::*;

@@ -58,6 +58,15 @@ pub enum Input {
         line: String,
     },
     Action(Action),
+    /// A source stopped delivering, or was never available (`from: None`): live, a failed
+    /// request or a broken stream; in a recording, a line of `gaps.jsonl`. A gap with `to`
+    /// set is complete; one without stays open until `SourceUp` or the end.
+    Gap(Gap),
+    /// The source delivers again (its watch is re-established): closes its open gap.
+    SourceUp {
+        source: EvidenceSource,
+        at: Timestamp,
+    },
 }
 
 impl Input {
@@ -67,6 +76,8 @@ impl Input {
             Input::Pod { received, .. } | Input::Event { received, .. } => Some(*received),
             Input::Log { received, .. } => *received,
             Input::Action(a) => Some(a.sent),
+            Input::Gap(g) => g.from,
+            Input::SourceUp { at, .. } => Some(*at),
         }
     }
 }
@@ -98,6 +109,36 @@ pub struct Observer {
     log_keys: BTreeSet<(String, Timestamp, String)>,
     kinds: BTreeMap<String, ContainerKind>,
     new_instances: Vec<NewInstance>,
+    /// Kept lines and bytes per (container, instance), for the caps.
+    kept: HashMap<(String, u32), (usize, usize)>,
+}
+
+/// Longest log line kept (bytes of text after the timestamp); longer lines are cut at a
+/// character boundary and end with `TRUNCATED_MARKER`. The live reader and the recording reader
+/// use the same cap, so the same line is the same text whichever fetch delivered it.
+pub const MAX_LOG_LINE_BYTES: usize = 64 * 1024;
+/// Lines kept per container instance. Beyond it (or `MAX_LOG_BYTES_PER_INSTANCE`), the first
+/// lines stay, the newest line replaces the previous newest (so `lastLogLine` stays right),
+/// and the lines in between are dropped and recorded as a log gap.
+pub const MAX_LOG_LINES_PER_INSTANCE: usize = 50_000;
+/// Bytes of log text kept per container instance (see `MAX_LOG_LINES_PER_INSTANCE`).
+pub const MAX_LOG_BYTES_PER_INSTANCE: usize = 32 * 1024 * 1024;
+/// Ends a line cut at `MAX_LOG_LINE_BYTES`.
+pub const TRUNCATED_MARKER: &str = " [podlife: line truncated at 65536 bytes]";
+
+/// Cuts `text` to `MAX_LOG_LINE_BYTES` (at a character boundary) plus `TRUNCATED_MARKER`.
+/// Idempotent: a line already cut upstream is returned unchanged.
+pub fn cap_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_LOG_LINE_BYTES
+        || (text.ends_with(TRUNCATED_MARKER) && text.len() - TRUNCATED_MARKER.len() <= MAX_LOG_LINE_BYTES)
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = MAX_LOG_LINE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}{TRUNCATED_MARKER}", &text[..end]))
 }
 
 impl Observer {
@@ -148,7 +189,32 @@ impl Observer {
                 let pos = self.tl.actions.partition_point(|x| x.sent <= a.sent);
                 self.tl.actions.insert(pos, a);
             }
+            Input::Gap(g) => self.gap(g),
+            Input::SourceUp { source, at } => {
+                if let Some(g) = self
+                    .tl
+                    .gaps
+                    .iter_mut()
+                    .rev()
+                    .find(|g| g.source == source && g.to.is_none())
+                {
+                    g.to = Some(at);
+                }
+            }
         }
+    }
+
+    /// Records a gap; a second report of an already open gap of the same source only counts once.
+    fn gap(&mut self, g: Gap) {
+        let open = self
+            .tl
+            .gaps
+            .iter()
+            .any(|x| x.source == g.source && x.to.is_none() && x.from.is_some());
+        if open && g.to.is_none() {
+            return;
+        }
+        self.tl.gaps.push(g);
     }
 
     fn pod(&mut self, received: Timestamp, kind: WatchKind, pod: &core::Pod) {
@@ -493,15 +559,35 @@ impl Observer {
         let Some((time, text)) = parse_log_line(line) else {
             return;
         };
+        let text = cap_line(text);
+        let text = text.as_ref();
         self.tl.stats.log_lines += 1;
         // Two instances never print the same text at the same nanosecond, so (container, time,
         // text) identifies a line whichever fetch delivered it.
         let key = (container.to_string(), time, text.to_string());
-        if !self.log_keys.insert(key) {
+        if self.log_keys.contains(&key) {
             self.tl.stats.log_duplicates += 1;
             return;
         }
+        if text.ends_with(TRUNCATED_MARKER) {
+            self.tl.stats.log_lines_truncated += 1;
+            if self.tl.stats.log_lines_truncated == 1 {
+                self.tl.notes.push(format!(
+                    "log lines longer than {MAX_LOG_LINE_BYTES} bytes were truncated (first: `{container}` at {time})"
+                ));
+            }
+        }
         let instance = self.attribute(container, hint, time);
+        let slot = (container.to_string(), instance);
+        let (lines, bytes) = self.kept.get(&slot).copied().unwrap_or((0, 0));
+        if lines >= MAX_LOG_LINES_PER_INSTANCE || bytes >= MAX_LOG_BYTES_PER_INSTANCE {
+            if !self.replace_tail(container, instance, time) {
+                return;
+            }
+        } else {
+            self.kept.insert(slot, (lines + 1, bytes + text.len()));
+        }
+        self.log_keys.insert(key);
         let ll = LogLine {
             container: container.to_string(),
             instance,
@@ -514,6 +600,68 @@ impl Observer {
             .logs
             .partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, instance, time));
         self.tl.logs.insert(pos, ll);
+    }
+
+    /// An instance over its cap: the newest line replaces the kept newest one (so the last line
+    /// stays right) and whatever is dropped widens the instance's log gap. Returns true when
+    /// `time`/`text` is to be inserted.
+    fn replace_tail(&mut self, container: &str, instance: u32, time: Timestamp) -> bool {
+        self.tl.stats.log_lines_dropped += 1;
+        let range = self
+            .tl
+            .logs
+            .partition_point(|l| (l.container.as_str(), l.instance) < (container, instance))
+            ..self
+                .tl
+                .logs
+                .partition_point(|l| (l.container.as_str(), l.instance) <= (container, instance));
+        let last = range.end.checked_sub(1).filter(|i| range.contains(i));
+        // The dropped line: the incoming one when older than the kept newest, else the kept newest.
+        let (dropped_time, insert) = match last.map(|i| self.tl.logs[i].time) {
+            Some(t) if t <= time => {
+                let old = self.tl.logs.remove(last.expect("checked"));
+                self.log_keys
+                    .remove(&(old.container.clone(), old.time, old.text.clone()));
+                (old.time, true)
+            }
+            _ => (time, false),
+        };
+        let source = EvidenceSource::Logs {
+            container: Some(container.to_string()),
+            instance: Some(instance),
+        };
+        match self
+            .tl
+            .gaps
+            .iter_mut()
+            .find(|g| g.source == source && g.reason.starts_with("lines dropped"))
+        {
+            Some(g) => {
+                g.from = g.from.map(|f| f.min(dropped_time));
+                g.to = g.to.map(|t| t.max(dropped_time));
+                g.reason = format!(
+                    "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",
+                    MAX_LOG_BYTES_PER_INSTANCE >> 20
+                );
+            }
+            None => {
+                self.tl.notes.push(format!(
+                    "`{container}`#{instance}: more than {MAX_LOG_LINES_PER_INSTANCE} lines or {} MiB of log; the first lines and the newest are kept, the rest dropped (a log gap)",
+                    MAX_LOG_BYTES_PER_INSTANCE >> 20
+                ));
+                self.tl.gaps.push(Gap {
+                    source,
+                    from: Some(dropped_time),
+                    to: Some(dropped_time),
+                    clock: GapClock::Node,
+                    reason: format!(
+                        "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",
+                        MAX_LOG_BYTES_PER_INSTANCE >> 20
+                    ),
+                });
+            }
+        }
+        insert
     }
 
     /// Picks the instance a log line belongs to: the hint when its status window (whole

@@ -1,6 +1,11 @@
 //! Reading a recording folder (`Recording`) into observer `Input`s: `pods.watch.jsonl`,
 //! `events.watch.jsonl`, `logs/` (follow output split per instance by `logs/index.jsonl`,
-//! `--previous` captures), `cri-logs/<container>/<attempt>.log` and `actions.jsonl`.
+//! `--previous` captures), `cri-logs/<container>/<attempt>.log`, `actions.jsonl` and `gaps.jsonl`.
+//!
+//! Missing evidence: a recording says a source was lost with a line in `gaps.jsonl` (a `Gap`
+//! as JSON: `{"source": "events", "from": ..., "to": ..., "reason": ...}`), and an absent
+//! `events.watch.jsonl` means events were never available (an empty file means none happened).
+//! An absent `logs/` is not a gap: a container that never started has no log.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +13,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::observer::{Input, Observer, WatchKind, parse_cri_line};
-use super::timeline::{Action, ActionKind, Timeline};
+use super::timeline::{Action, ActionKind, EvidenceSource, Gap, Timeline};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
@@ -75,7 +80,16 @@ impl Recording {
                     event: Box::new(event),
                 });
             }
+        } else {
+            inputs.push(Input::Gap(Gap {
+                source: EvidenceSource::Events,
+                from: None,
+                to: None,
+                clock: Default::default(),
+                reason: "the recording has no events.watch.jsonl".into(),
+            }));
         }
+        inputs.extend(read_gaps(&dir.join("gaps.jsonl"))?);
         inputs.extend(read_actions(&dir.join("actions.jsonl"))?);
         inputs.extend(read_logs(dir)?);
         // Stable sort: inputs without a receive time (log file copies) keep their file order at the end.
@@ -122,6 +136,22 @@ fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
             continue;
         };
         out.push((w.received, kind, w.event.object, path.to_path_buf(), i + 1));
+    }
+    Ok(out)
+}
+
+/// `gaps.jsonl`: one `Gap` per line (absent: no gaps).
+fn read_gaps(path: &Path) -> Result<Vec<Input>, RecordingError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(vec![]);
+    };
+    let mut out = vec![];
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let g: Gap = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        out.push(Input::Gap(g));
     }
     Ok(out)
 }

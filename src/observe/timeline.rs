@@ -35,6 +35,13 @@ pub struct Timeline {
     pub logs: Vec<LogLine>,
     /// podlife's own actions.
     pub actions: Vec<Action>,
+    /// Spans in which a source of evidence was down or never available: what happened inside
+    /// them may be missing, so verdicts that depend on it are undecided (see `judge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gaps: Vec<Gap>,
+    /// What the observer dropped or shortened to stay bounded (also a gap when evidence was lost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// True once the observation has ended: nothing more will be added.
     pub complete: bool,
     pub stats: Stats,
@@ -53,6 +60,136 @@ pub struct Stats {
     pub event_duplicates: u64,
     pub log_lines: u64,
     pub log_duplicates: u64,
+    /// Lines longer than `MAX_LOG_LINE_BYTES`, kept truncated with a marker.
+    #[serde(default)]
+    pub log_lines_truncated: u64,
+    /// Lines dropped because an instance had more than `MAX_LOG_LINES_PER_INSTANCE`.
+    #[serde(default)]
+    pub log_lines_dropped: u64,
+}
+
+/// A source of evidence that can be interrupted.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", tag = "source")]
+pub enum EvidenceSource {
+    /// The pod watch: snapshots, instances, phases, conditions, deletion.
+    PodWatch,
+    /// The Event watch of the case namespace.
+    Events,
+    /// Container logs: of one container (`None`: every container) and one instance (`None`: every instance).
+    Logs {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        container: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        instance: Option<u32>,
+    },
+}
+
+impl EvidenceSource {
+    /// True when a log gap of `self` covers the logs of `container` instance `instance`
+    /// (`None`: some instance of it).
+    pub fn covers_logs(&self, container: &str, instance: Option<u32>) -> bool {
+        match self {
+            EvidenceSource::Logs {
+                container: c,
+                instance: i,
+            } => {
+                c.as_deref().is_none_or(|c| c == container)
+                    && match (i, instance) {
+                        (Some(a), Some(b)) => *a == b,
+                        _ => true,
+                    }
+            }
+            _ => false,
+        }
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            EvidenceSource::PodWatch => "pod watch".into(),
+            EvidenceSource::Events => "events watch".into(),
+            EvidenceSource::Logs { container, instance } => match (container, instance) {
+                (Some(c), Some(i)) => format!("log of {c}#{i}"),
+                (Some(c), None) => format!("logs of {c}"),
+                (None, _) => "container logs".into(),
+            },
+        }
+    }
+}
+
+/// Which clock a gap's bounds are on.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum GapClock {
+    /// podlife's receive time (watches).
+    #[default]
+    Harness,
+    /// CRI log timestamps (a log known complete up to its last received line).
+    Node,
+}
+
+/// A span in which a source delivered nothing, or nothing in real time: what happened inside
+/// it may be missing, and an item received right after it may have happened anywhere in it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Gap {
+    #[serde(flatten)]
+    pub source: EvidenceSource,
+    /// Start (`None`: from the beginning — the source was never available).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Timestamp>,
+    /// End (`None`: until the end of the observation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<Timestamp>,
+    #[serde(default)]
+    pub clock: GapClock,
+    /// Why, e.g. `503 ServiceUnavailable` or `events.watch.jsonl absent`.
+    pub reason: String,
+}
+
+impl Gap {
+    /// True when the gap may contain instants before `t` (open start included).
+    pub fn starts_before(&self, t: Timestamp) -> bool {
+        self.from.is_none_or(|f| f < t)
+    }
+
+    /// True when the gap overlaps the half-open span `(after, until]` (`None`: unbounded).
+    pub fn overlaps(&self, after: Option<Timestamp>, until: Option<Timestamp>) -> bool {
+        let starts_ok = match (self.from, until) {
+            (Some(f), Some(u)) => f < u,
+            _ => true,
+        };
+        let ends_ok = match (self.to, after) {
+            (Some(t), Some(a)) => t > a,
+            _ => true,
+        };
+        starts_ok && ends_ok
+    }
+
+    /// One line for evidence: `events watch down 04:01:03.120–04:02:09.448 (503 ...)`.
+    pub fn describe(&self) -> String {
+        let hms = |t: Timestamp| {
+            let z = t.to_zoned(jiff::tz::TimeZone::UTC);
+            format!(
+                "{:02}:{:02}:{:02}.{:03}",
+                z.hour(),
+                z.minute(),
+                z.second(),
+                z.subsec_nanosecond() / 1_000_000
+            )
+        };
+        let what = self.source.label();
+        let span = match (self.from, self.to, self.clock) {
+            (None, None, _) => format!("{what} never available"),
+            (Some(f), None, GapClock::Node) => format!("{what} incomplete after its line of {}", hms(f)),
+            (None, Some(t), GapClock::Node) => format!("{what} incomplete before {}", hms(t)),
+            (Some(f), Some(t), GapClock::Node) => format!("{what} incomplete {}–{}", hms(f), hms(t)),
+            (Some(f), None, GapClock::Harness) => format!("{what} down from {} to the end", hms(f)),
+            (None, Some(t), GapClock::Harness) => format!("{what} down until {}", hms(t)),
+            (Some(f), Some(t), GapClock::Harness) => format!("{what} down {}–{}", hms(f), hms(t)),
+        };
+        format!("{span} ({})", self.reason)
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -313,6 +450,29 @@ impl Timeline {
             return true;
         }
         matches!(self.final_phase(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Gaps of the pod watch.
+    pub fn pod_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
+        self.gaps.iter().filter(|g| g.source == EvidenceSource::PodWatch)
+    }
+
+    /// Gaps of the Event watch.
+    pub fn event_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
+        self.gaps.iter().filter(|g| g.source == EvidenceSource::Events)
+    }
+
+    /// Gaps in the logs of `container` (instance `None`: any instance).
+    pub fn log_gaps(&self, container: &str, instance: Option<u32>) -> impl Iterator<Item = &Gap> + '_ {
+        let container = container.to_string();
+        self.gaps
+            .iter()
+            .filter(move |g| g.source.covers_logs(&container, instance))
+    }
+
+    /// A pod-watch gap still open when the observation ended: the last state seen may be stale.
+    pub fn pod_gap_at_end(&self) -> Option<&Gap> {
+        self.pod_gaps().find(|g| g.to.is_none())
     }
 
     /// The time of the first item (used as the origin of relative times in reports).

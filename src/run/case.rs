@@ -75,6 +75,19 @@ fn failed_step(evidence: String) -> Verdict {
     }
 }
 
+/// A `waitFor` that never saw its mark: failed, unless a gap in the mark's source could hide
+/// it, which makes it undecided.
+fn wait_failed(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, evidence: String) -> Verdict {
+    match judge::mark_hidden(&case.spec, until, tl) {
+        Some(gap) => Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!("{evidence}; undecided: {gap}"),
+            ..failed_step(String::new())
+        },
+        None => failed_step(evidence),
+    }
+}
+
 /// Finishes an attempt from a complete timeline.
 fn conclude(
     case: &LoadedCase,
@@ -130,10 +143,15 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     let mut step_failure = None;
     let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
     for (i, s) in case.spec.steps.iter().enumerate() {
+        if let Step::WaitFor(w) = &s.value
+            && let Err(why) = judge::mark_occurred(&case.spec, &w.until, &tl)
+        {
+            let evidence = format!("steps[{i}] waitFor: the recording never reaches it: {why}");
+            step_failure = Some(wait_failed(case, &w.until, &tl, evidence));
+            break;
+        }
         let problem = match &s.value {
-            Step::WaitFor(w) => judge::mark_occurred(&case.spec, &w.until, &tl)
-                .err()
-                .map(|why| format!("steps[{i}] waitFor: the recording never reaches it: {why}")),
+            Step::WaitFor(_) => None,
             Step::Delete(d) => match deletes.next() {
                 None => Some(format!("steps[{i}] delete: the recording has no delete")),
                 Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
@@ -295,13 +313,13 @@ async fn observe_case(
                     .await
                     .map(|reached| {
                         (!reached).then(|| {
-                            let why = judge::mark_occurred(&case.spec, &w.until, loop_.obs.timeline())
-                                .err()
-                                .unwrap_or_default();
-                            failed_step(format!(
+                            let tl = loop_.obs.timeline();
+                            let why = judge::mark_occurred(&case.spec, &w.until, tl).err().unwrap_or_default();
+                            let evidence = format!(
                                 "steps[{i}] waitFor {what}: timed out after {}: {why}",
                                 crate::util::fmt_secs(timeout.as_secs_f64())
-                            ))
+                            );
+                            wait_failed(case, &w.until, tl, evidence)
                         })
                     })
             }
