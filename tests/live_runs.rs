@@ -393,8 +393,8 @@ fn wrong_expectations_still_fail_on_the_live_timelines() {
         (
             "status.yaml",
             "oom-killed",
-            "reason: OOMKilled",
-            "reason: Error",
+            "exitCode: 137, reason: OOMKilled, restartCount: 0",
+            "exitCode: 137, reason: Error, restartCount: 0",
             "o73wz585",
             "status__oom-killed",
             "reason: expected Error, observed OOMKilled",
