@@ -418,7 +418,7 @@ fn patch_validation() {
     assert!(p.contains("a patch needs"), "{p}");
     // The API never lets a running pod raise its deadline.
     let p = problems(&suite_yaml(
-        &root().join("manifests/upstream/pod-active-deadline.yaml"),
+        &root().join("manifests/status-active-deadline.yaml"),
         "- patch: {activeDeadlineSeconds: 3600}",
         "",
         "- phase: Failed",

@@ -259,6 +259,9 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
 pub struct UpstreamResult {
     /// How many upstream tests a pod on a node can show.
     pub applicable: usize,
+    /// How many of them a case of this run claims (`upstream:`): mapped, not yet certified.
+    #[serde(default)]
+    pub mapped: usize,
     /// Those for which at least one case ran and every case naming them passed.
     pub certified: Vec<String>,
     /// Those with a case that failed.
@@ -279,8 +282,12 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
     let mut certified = vec![];
     let mut failed = vec![];
     let mut undecided = vec![];
+    let mut mapped = 0;
     for name in applicable {
         let naming: Vec<&CaseReport> = cases.iter().filter(|c| c.upstream.contains(name)).collect();
+        if !naming.is_empty() {
+            mapped += 1;
+        }
         let selected: Vec<&&CaseReport> = naming.iter().filter(|c| c.status != CaseStatus::Ignored).collect();
         if selected.iter().any(|c| c.status == CaseStatus::Failed) {
             failed.push(name.clone());
@@ -292,6 +299,7 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
     }
     Some(UpstreamResult {
         applicable: applicable.len(),
+        mapped,
         certified,
         failed,
         undecided,
