@@ -38,6 +38,8 @@ pub enum Command {
     Images(ImagesArgs),
     /// Compare two runs (report folders): verdict regressions, timing changes, fingerprints.
     Diff(DiffArgs),
+    /// List (and with --yes delete) namespaces that earlier runs left behind.
+    Clean(CleanArgs),
     /// Re-judge a finished run (folder or bundle) with the current suites, without a cluster.
     Rejudge(RejudgeArgs),
     /// Print the timeline built from a recording folder or a timeline JSON (JSON).
@@ -173,6 +175,31 @@ pub enum Loader {
     K3s,
 }
 
+#[derive(clap::Args, Debug, Clone)]
+pub struct CleanArgs {
+    /// Only namespaces of this run id (as in `reports/<runid>` and the `leftover:` lines).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Only namespaces created at least this long ago, e.g. `1h` (leaves runs in progress alone).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Delete them. Without it, only list what would be deleted.
+    #[arg(long, short)]
+    pub yes: bool,
+    /// Bound on the whole deletion, waiting for the namespaces to be gone included.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Bound on each API request.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub request_timeout: std::time::Duration,
+    /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
+    #[arg(long, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (default: the current one).
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     /// Every built-in suite, with a per-area conformance summary.
@@ -292,6 +319,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run_cmd(*args),
         Command::Images(args) => images_cmd(args),
         Command::Diff(args) => diff_cmd(args),
+        Command::Clean(args) => clean_cmd(args),
         Command::Rejudge(args) => rejudge_cmd(args),
         Command::Timeline { source, watch } => match load_timeline(&source) {
             Ok(tl) if watch => {
@@ -788,6 +816,48 @@ fn check_writable(reports: &std::path::Path, junit: Option<&std::path::Path>) ->
         }
     }
     Ok(())
+}
+
+/// `podlife clean`: 0 when nothing is left (or in a dry run), 1 when a namespace could not be
+/// deleted, 2 when the cluster could not be reached or listed.
+fn clean_cmd(args: CleanArgs) -> ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let connect = crate::cluster::ConnectOptions {
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+    };
+    let cluster = match rt.block_on(crate::cluster::Cluster::connect(&connect)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = crate::cluster::clean::CleanOptions {
+        run: args.run,
+        older_than: args.older_than,
+        yes: args.yes,
+        timeout: args.timeout,
+        request_timeout: args.request_timeout,
+        now: jiff::Timestamp::now(),
+    };
+    let mut out = std::io::stdout();
+    let r = rt.block_on(crate::cluster::clean::clean(&cluster.client, &opts, &mut out));
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    match r {
+        Ok(o) if o.failed.is_empty() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn images_cmd(args: ImagesArgs) -> ExitCode {

@@ -712,3 +712,44 @@ fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
     let report = quick_junit::Report::deserialize_from_str(&xml).unwrap();
     assert_eq!((report.tests, report.failures, report.errors), (2, 0, 0), "{xml}");
 }
+
+#[test]
+fn a_case_not_started_waits_for_the_api_to_come_back() {
+    // The apiserver goes away just as the case creates its namespace, and is back 3 s later.
+    let e = env(|f| f.outage_on = Some(("POST /api/v1/namespaces".into(), Duration::from_secs(3))));
+    let out = run_bounded(&e, &opts(e.dir.path()), NEVER_SUCCESS, Duration::from_secs(120));
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let f = e.fake.lock().unwrap();
+    assert!(f.refused >= 2, "retried during the outage: {:#?}", f.requests);
+    assert_eq!(f.count("POST /api/v1/namespaces?"), 1);
+    assert!(out.summary.leftovers.is_empty());
+}
+
+#[test]
+fn an_outage_longer_than_the_budget_errors_the_case_and_leaks_nothing() {
+    let e = env(|f| f.outage_on = Some(("POST /api/v1/namespaces".into(), Duration::from_secs(30))));
+    let mut o = opts(e.dir.path());
+    o.api_outage_budget = Duration::from_secs(1);
+    let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(60));
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error);
+    let err = c.last().unwrap().error.clone().unwrap();
+    assert!(err.contains("create namespace") && err.contains("refused"), "{err}");
+    assert_eq!(e.fake.lock().unwrap().namespace_labels.len(), 0);
+}
+
+#[test]
+fn cleanup_retries_its_delete_until_the_api_is_back() {
+    let e = env(|f| f.outage_on = Some(("DELETE /api/v1/namespaces/".into(), Duration::from_secs(2))));
+    let mut o = opts(e.dir.path());
+    o.cleanup_timeout = Duration::from_secs(20);
+    let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(120));
+    let a = out.summary.cases[0].last().unwrap();
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed);
+    assert!(a.cleanup.deleted, "{:?}", a.cleanup);
+    assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
+    let f = e.fake.lock().unwrap();
+    assert!(f.refused >= 2, "{:#?}", f.requests);
+    assert!(!f.namespace_exists("podlife-testrun1-mock-restart-never-success"));
+}

@@ -1,6 +1,7 @@
 //! Cluster access (`Cluster`): connect like kubectl, preflight (reachability, version, nodes,
 //! permissions), fingerprint, namespaces, server-side apply of untyped pods, deletes.
 
+pub mod clean;
 mod target;
 pub use target::Target;
 

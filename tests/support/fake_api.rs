@@ -167,6 +167,12 @@ pub struct FakeState {
     pub end_first_pod_watch_after: Option<usize>,
     /// Requests (`METHOD /path` prefixes) that are accepted and never answered.
     pub hang: Vec<String>,
+    /// An API outage: the first request starting with `.0` begins it, and for `.1` from then every
+    /// new request is refused as a connection error (an apiserver restart), then all is normal.
+    pub outage_on: Option<(String, Duration)>,
+    outage_until: Option<Instant>,
+    /// Requests refused during the outage.
+    pub refused: usize,
     /// Names whose namespace DELETE was sent with a UID precondition that did not match (and
     /// was refused with 409).
     pub refused_deletes: Vec<String>,
@@ -213,6 +219,13 @@ pub fn start(recordings: &Path) -> (kube::Client, Arc<Mutex<FakeState>>) {
     tokio::spawn(async move {
         while let Some((req, send)) = handle.next_request().await {
             let st = st.clone();
+            if outage(&st, &format!("{} {}", req.method(), req.uri().path())) {
+                send.send_error(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "fake outage: connection refused",
+                ));
+                continue;
+            }
             tokio::spawn(async move {
                 let resp = route(req, st).await;
                 send.send_response(resp);
@@ -220,6 +233,24 @@ pub fn start(recordings: &Path) -> (kube::Client, Arc<Mutex<FakeState>>) {
         }
     });
     (kube::Client::new(svc, "default"), state)
+}
+
+/// Whether a request arriving now falls in the outage (starting it if this request triggers it).
+fn outage(st: &Arc<Mutex<FakeState>>, line: &str) -> bool {
+    let mut s = st.lock().unwrap();
+    let now = Instant::now();
+    if s.outage_until.is_none()
+        && let Some((trigger, lasting)) = s.outage_on.clone()
+        && line.starts_with(&trigger)
+    {
+        s.outage_until = Some(now + lasting);
+    }
+    let down = s.outage_until.is_some_and(|u| now < u);
+    if down {
+        s.refused += 1;
+        s.requests.push(format!("REFUSED {line}"));
+    }
+    down
 }
 
 fn json_resp(code: u16, v: Value) -> Response<RespBody> {
