@@ -3,6 +3,7 @@
 
 pub mod case;
 pub mod interrupt;
+pub mod streams;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
