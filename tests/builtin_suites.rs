@@ -167,8 +167,8 @@ fn hooks_prestop_not_counted_against_grace_fails() {
     let e = mutated(
         "hooks.yaml",
         "prestop-exceeds-grace",
-        "{from: deleteSent, to: kill, target: 6s",
-        "{from: deleteSent, to: kill, target: 4s",
+        "{from: deleteSent, to: kill, min: 5900ms, max: 6300ms}",
+        "{from: deleteSent, to: kill, min: 3900ms, max: 4300ms}",
     );
     assert_named(&e, "measured 5.845s");
 }

@@ -341,10 +341,10 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
     }));
     let tl = observe(inputs);
     let verdicts = podlife::judge::judge_case(&case.spec, &tl);
-    // The gap term→kill uses lastLogLine: the true last line may be missing.
+    // The gap term→kill uses tickStopped (the last tick): the true last line may be missing.
     let gap = verdicts
         .iter()
-        .find(|v| v.kind == "gap" && v.evidence.contains("last log line"))
+        .find(|v| v.kind == "gap" && v.evidence.starts_with("gap `term`→`kill`"))
         .unwrap();
     assert_eq!(gap.outcome, Outcome::Undecided, "{}", gap.evidence);
     // Marks before the gap still measure: DELETE → TERM.

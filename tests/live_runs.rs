@@ -226,3 +226,80 @@ fn skipped_initialized_false_passes_only_when_init_containers_really_ran() {
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
     assert!(v.evidence.contains("nothing proves"), "{}", v.evidence);
 }
+
+/// Replaces `main`'s tick lines after `TERM received` by a loop of `period_ms` that stops
+/// `stop_ms` after TERM (as SIGKILL would stop it).
+fn retick(tl: &Timeline, period_ms: i64, stop_ms: i64) -> Timeline {
+    let mut tl = tl.clone();
+    let term = tl
+        .logs
+        .iter()
+        .find(|l| l.container == "main" && l.text == "TERM received")
+        .unwrap()
+        .clone();
+    tl.logs.retain(|l| l.container != "main" || l.time <= term.time);
+    let mut t = 0;
+    let mut i = 0;
+    while t + period_ms <= stop_ms {
+        t += period_ms;
+        i += 1;
+        let mut l = term.clone();
+        l.time = term.time + jiff::SignedDuration::from_millis(t);
+        l.text = format!("tick {}", 10_000 + i);
+        tl.logs.push(l);
+    }
+    tl.logs.sort();
+    tl
+}
+
+#[test]
+fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
+    let full = "termination::sigterm-ignored";
+    let tl = timeline("8o9vtjm0", "termination__sigterm-ignored");
+    let gap = "- gap: {from: term, to: kill, target: 5s, tolerance: 100ms}";
+    // Today's fixtures tick every 200 ms: the kill lies within 200 ms after the last tick, and
+    // the evidence prints that with the measurement.
+    let v = judge_one(full, gap, &tl);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(v.evidence.contains("measured 4.851s (+2"), "{}", v.evidence);
+    assert!(v.evidence.contains("ms loop"), "{}", v.evidence);
+
+    // A 20 ms loop killed at 4.99 s: uncertainty 20 ms, passes.
+    let fast = retick(&tl, 20, 4_990);
+    let v = judge_one(full, gap, &fast);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(v.evidence.contains("measured 4.98s (+20ms/−0s)"), "{}", v.evidence);
+    assert!(v.evidence.contains("last tick \"tick 10249\""), "{}", v.evidence);
+
+    // A kill 150 ms early: a 20 ms loop proves it (fail) ...
+    let early = retick(&tl, 20, 4_850);
+    let v = judge_one(full, gap, &early);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    assert!(v.evidence.contains("measured 4.84s (+20ms/−0s)"), "{}", v.evidence);
+    // ... while a 200 ms loop cannot tell it from a kill at 4.95 s, so it may not fail it.
+    let coarse = retick(&tl, 200, 4_850);
+    let v = judge_one(full, gap, &coarse);
+    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert!(v.evidence.contains("measured 4.8s (+200ms/−0s)"), "{}", v.evidence);
+    // A wrong grace fails whatever the tick.
+    let v = judge_one(
+        full,
+        "- gap: {from: term, to: kill, target: 10s, tolerance: 100ms}",
+        &tl,
+    );
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+
+    // One line is no loop: the mark cannot be placed, the gap stays undecided.
+    let mut one = tl.clone();
+    let first = one
+        .logs
+        .iter()
+        .find(|l| l.container == "main" && l.text == "TERM received")
+        .unwrap()
+        .clone();
+    one.logs.retain(|l| l.container != "main");
+    one.logs.push(first);
+    let v = judge_one(full, gap, &one);
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    assert!(v.evidence.contains("no tick period"), "{}", v.evidence);
+}

@@ -25,6 +25,8 @@ pub struct Hit {
     pub clock: Clock,
     /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
     pub what: String,
+    /// Why `precision` is not zero, for the evidence (e.g. "status times are whole seconds").
+    pub cause: Option<String>,
     /// Set when a gap in the mark's source could hide the true occurrence (an earlier first, a
     /// later last, or this one received late): the gap, described. Verdicts that measure with
     /// such a mark are undecided.
@@ -38,10 +40,25 @@ impl Hit {
             precision,
             clock,
             what,
+            cause: None,
             uncertain: None,
         }
     }
+
+    fn because(mut self, cause: impl Into<String>) -> Self {
+        if self.precision > ZERO {
+            self.cause = Some(cause.into());
+        }
+        self
+    }
 }
+
+/// Status times are truncated to the second.
+pub const STATUS_CAUSE: &str = "status times are whole seconds";
+
+/// How many of a tick loop's last intervals measure its period: enough to see a stretched
+/// tick on a loaded node, few enough to describe the loop as it was when it stopped.
+const TICK_INTERVALS: usize = 10;
 
 /// Clock time for evidence: `21:07:26.881`.
 pub fn hms(t: Timestamp) -> String {
@@ -117,7 +134,8 @@ pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timesta
             container, instance, ..
         })
         | MarkSpec::FirstLogLine(ContainerInstanceRef { container, instance })
-        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance }) => {
+        | MarkSpec::LastLogLine(ContainerInstanceRef { container, instance })
+        | MarkSpec::TickStopped(ContainerInstanceRef { container, instance }) => {
             let sel = match log_instances(tl, container.as_str(), *instance) {
                 Some(v) if v.len() == 1 => Some(v[0]),
                 _ => None,
@@ -137,7 +155,8 @@ fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
             describe(hiding_gaps(spec, tl, before))
         }
         MarkSpec::FirstLogLine(_) => describe(hiding_gaps(spec, tl, Some(hit.at))),
-        MarkSpec::LastLogLine(_) => describe(hiding_gaps(spec, tl, None)),
+        // A lost stream could hide later lines, i.e. a later last tick.
+        MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => describe(hiding_gaps(spec, tl, None)),
         // Status times are the kubelet's own record: late delivery does not move them.
         MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
         // Receive times: the first sighting may come right after a gap that hid the change.
@@ -172,7 +191,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 precision,
                 Clock::Node,
                 format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerTerminated(r) => {
             let inst = select_instances(tl, &r.container, r.instance);
@@ -194,7 +214,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 (t + SECOND).duration_since(at),
                 Clock::Node,
                 format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
-            ))
+            )
+            .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerSeen(s) => {
             for snap in &tl.snapshots {
@@ -291,6 +312,44 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     line.instance
                 ),
             ))
+        }
+        MarkSpec::TickStopped(r) => {
+            let inst = log_instances(tl, &r.container, r.instance);
+            let mut lines: Vec<_> = tl
+                .logs_of(&r.container, None)
+                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+                .collect();
+            lines.sort_by_key(|x| x.time);
+            let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
+            let last = tail
+                .last()
+                .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+            // The loop stopped after its last line and before the next tick was due: the
+            // longest recent interval is the period the evidence was sampled at.
+            let period = tail
+                .windows(2)
+                .map(|w| w[1].time.duration_since(w[0].time))
+                .max()
+                .ok_or_else(|| {
+                    format!(
+                        "`{}`{} logged one line: no tick period to measure",
+                        r.container, r.instance
+                    )
+                })?;
+            let p = crate::util::fmt_secs(period.as_secs_f64());
+            Ok(Hit::new(
+                last.time,
+                period,
+                Clock::Node,
+                format!(
+                    "last tick \"{}\" {} {}#{} of a {p} loop",
+                    last.text,
+                    hms(last.time),
+                    last.container,
+                    last.instance
+                ),
+            )
+            .because(format!("a {p} tick loop stops within one tick after its last line")))
         }
         MarkSpec::Event(e) => {
             let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;

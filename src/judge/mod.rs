@@ -685,10 +685,24 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     let ok = lo.is_none_or(|lo| hi_true >= lo - 1e-9) && hi.is_none_or(|hi| lo_true <= hi + 1e-9);
     let mut notes = vec![];
     let widen = secs(a.precision) + secs(b.precision);
+    // The measurement with its uncertainty: the true gap lies in (m − from's, m + to's precision).
+    let mut shown = fmt_secs(measured);
     if widen > 0.0 {
+        shown.push_str(&format!(
+            " (+{}/−{})",
+            fmt_secs(secs(b.precision)),
+            fmt_secs(secs(a.precision))
+        ));
+        let mut causes: Vec<&str> = vec![];
+        for c in [&a.cause, &b.cause].into_iter().flatten() {
+            if !causes.contains(&c.as_str()) {
+                causes.push(c);
+            }
+        }
         notes.push(format!(
-            "tolerance widened by {}: status times are whole seconds",
-            fmt_secs(widen)
+            "tolerance widened by {}: {}",
+            fmt_secs(widen),
+            causes.join("; ")
         ));
     }
     if a.clock != b.clock {
@@ -700,10 +714,9 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         format!(" [{}]", notes.join("; "))
     };
     let ev = format!(
-        "gap {}→{}: expected {expected}, measured {} ({}; {}){note}",
+        "gap {}→{}: expected {expected}, measured {shown} ({}; {}){note}",
         g.from.label(),
         g.to.label(),
-        fmt_secs(measured),
         a.what,
         b.what
     );

@@ -658,7 +658,8 @@ impl Refs<'_, '_> {
             MarkSpec::ContainerStarted(c)
             | MarkSpec::ContainerTerminated(c)
             | MarkSpec::FirstLogLine(c)
-            | MarkSpec::LastLogLine(c) => self.container(&c.container, &format!("{path}.container")),
+            | MarkSpec::LastLogLine(c)
+            | MarkSpec::TickStopped(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::ContainerSeen(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::Restarts(r) => self.container(&r.container, &format!("{path}.container")),
             MarkSpec::Log(l) => self.container(&l.container, &format!("{path}.container")),

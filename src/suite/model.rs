@@ -289,6 +289,11 @@ pub enum MarkSpec {
     FirstLogLine(ContainerInstanceRef),
     /// Last log line of a container instance (approximates its exit or kill).
     LastLogLine(ContainerInstanceRef),
+    /// When a container instance's periodic log loop (a tick) stopped, e.g. killed: after its
+    /// last line and within one loop period of it. The period is measured from the instance's
+    /// own last lines, so the mark's uncertainty is that of the evidence judged (a 200 ms loop
+    /// in old recordings, 20 ms in today's manifests).
+    TickStopped(ContainerInstanceRef),
     /// An occurrence of a kubelet/scheduler event (receive time; `count` repetitions count).
     Event(EventMark),
     /// The pod first observed in a phase (harness receive time).
@@ -312,6 +317,7 @@ impl MarkSpec {
             MarkSpec::Log(_) => "log",
             MarkSpec::FirstLogLine(_) => "firstLogLine",
             MarkSpec::LastLogLine(_) => "lastLogLine",
+            MarkSpec::TickStopped(_) => "tickStopped",
             MarkSpec::Event(_) => "event",
             MarkSpec::Phase(_) => "phase",
             MarkSpec::Condition(_) => "condition",
@@ -331,6 +337,7 @@ impl fmt::Display for MarkSpec {
             MarkSpec::Log(l) => write!(f, "{} log line {} {}{}", l.occurrence, l.regex, l.container, l.instance),
             MarkSpec::FirstLogLine(c) => write!(f, "first log line of {}{}", c.container, c.instance),
             MarkSpec::LastLogLine(c) => write!(f, "last log line of {}{}", c.container, c.instance),
+            MarkSpec::TickStopped(c) => write!(f, "tick loop of {}{} stopped", c.container, c.instance),
             MarkSpec::Event(e) => {
                 write!(f, "{} event {}", e.occurrence, e.reason)?;
                 if let Some(c) = &e.container {
