@@ -364,6 +364,8 @@ pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timelin
         serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife timeline: {e}", source.display()))?;
     // A stored timeline is a finished observation.
     tl.complete = true;
+    // Timelines written before the STATUS column existed get it computed from their snapshots.
+    tl.fill_columns();
     Ok(tl)
 }
 

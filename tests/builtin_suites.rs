@@ -64,7 +64,8 @@ fn every_recorded_case_passes_on_its_recording() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
-    assert_eq!(covered, 30, "every recording has a built-in case");
+    // 30 recordings of their own plus 7 status-* recordings and 8 status-table cases that replay another case's recording through a symlink.
+    assert_eq!(covered, 45, "every recording has a built-in case");
 }
 
 /// Replaces `from` by `to` once inside case `case` of `suite`, replays the case on its
@@ -210,7 +211,12 @@ fn emptydir_memory_not_tmpfs_fails() {
 fn status_oom_reason_fails_as_error() {
     let text = std::fs::read_to_string(root().join("suites/status.yaml")).unwrap();
     assert!(text.contains("reason: OOMKilled"));
-    let e = mutated("status.yaml", "oom-killed", "reason: OOMKilled", "reason: Error");
+    let e = mutated(
+        "status.yaml",
+        "oom-killed",
+        "exitCode: 137, reason: OOMKilled, restartCount: 0",
+        "exitCode: 137, reason: Error, restartCount: 0",
+    );
     assert_named(&e, "observed OOMKilled");
 }
 
@@ -229,7 +235,7 @@ fn replay_run_writes_reports_and_exits_0() {
         .stdout
         .clone();
     let stdout = String::from_utf8_lossy(&out);
-    assert!(stdout.contains("30 passed; 0 failed"), "{stdout}");
+    assert!(stdout.contains("45 passed; 0 failed"), "{stdout}");
     // Only recorded cases replay, so only some upstream behaviours are certified by this run.
     assert!(
         stdout.contains("upstream conformance behaviours certified: 20 of 92 applicable"),
@@ -370,4 +376,24 @@ fn run_without_a_cluster_says_what_it_tried_and_points_at_replay() {
         "{err}"
     );
     assert!(err.contains("--replay"), "{err}");
+}
+
+#[test]
+fn status_table_terminating_while_not_ready_fails() {
+    let e = mutated("status.yaml", "status-terminating", "ready: 1/1", "ready: 0/1");
+    assert_named(&e, "expected READY 0/1, observed READY 1/1");
+}
+
+#[test]
+fn status_table_reordered_statuses_fail() {
+    let e = mutated(
+        "status.yaml",
+        "status-create-container-config-error",
+        "statuses: [Pending, ContainerCreating, CreateContainerConfigError]",
+        "statuses: [Pending, CreateContainerConfigError, ContainerCreating]",
+    );
+    assert_named(
+        &e,
+        "expected [Pending → CreateContainerConfigError → ContainerCreating], observed [Pending → ContainerCreating → CreateContainerConfigError]",
+    );
 }

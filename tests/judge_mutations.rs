@@ -294,3 +294,134 @@ fn termination_message() {
     fails_with(&v[1], "observed \"bye from main\"");
     pass(&v[2]);
 }
+
+#[test]
+fn statuses() {
+    let v = judge(
+        "init-ordering",
+        "",
+        "- statuses: [Pending, Init:0/3, Init:1/3, Init:2/3, PodInitializing, Running, Completed]\n\
+         - statuses: [Pending, Init:0/3, Init:2/3, Init:1/3, PodInitializing, Running, Completed]\n\
+         - statuses: [Pending, Init:0/2, Init:1/2, PodInitializing, Running, Completed]\n\
+         - statuses: [Pending, Init:0/3, Init:1/3, Init:2/3, PodInitializing, Running, NotReady, Completed]",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "observed [Pending → Init:0/3 → Init:1/3 → Init:2/3");
+    fails_with(&v[2], "observed [Pending → Init:0/3");
+    // NotReady has no evidence outside the watch: it must be seen.
+    fails_with(&v[3], "NotReady never shown and nothing else proves");
+}
+
+#[test]
+fn statuses_may_skip_only_what_other_evidence_shows() {
+    // restart-never-success shows ContainerCreating; drop that snapshot-level fact by asking for
+    // a status the watch never showed but the timeline proves (the BackOff event proves
+    // CrashLoopBackOff in restart-always-crashloop's first back-off, Error → Running directly).
+    let v = judge(
+        "restart-always-crashloop",
+        "",
+        "- statuses: [Pending, ContainerCreating, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error]\n\
+         - statuses: [Pending, ContainerCreating, Running, Error, ImagePullBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error, CrashLoopBackOff, Running, Error]",
+    );
+    pass(&v[0]);
+    assert!(
+        v[0].evidence
+            .contains("CrashLoopBackOff not shown by the API (the kubelet batches status writes), but BackOff event"),
+        "{}",
+        v[0].evidence
+    );
+    fails_with(&v[1], "ImagePullBackOff never shown and nothing else proves");
+}
+
+#[test]
+fn status_row() {
+    let v = judge(
+        "status-image-pull-backoff",
+        "",
+        "- statusRow: {status: ImagePullBackOff, phase: Pending, ready: 0/1, conditions: {Initialized: True, Ready: False}, containers: [{name: main, state: waiting, reason: ImagePullBackOff}]}\n\
+         - statusRow: {status: ImagePullBackOff, conditions: {Initialized: False}}\n\
+         - statusRow: {status: ImagePullBackOff, containers: [{name: main, reason: ErrImagePull}]}\n\
+         - statusRow: {status: CrashLoopBackOff, phase: Pending}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "expected Initialized=False, observed Initialized=True");
+    fails_with(&v[2], "observed main reason ImagePullBackOff");
+    fails_with(&v[3], "STATUS CrashLoopBackOff never shown");
+    let v = judge(
+        "status-evicted-ephemeral-storage",
+        "",
+        "- statusRow: {status: Error, phase: Failed, reason: Evicted, message: 'exceeds the total limit of containers 20Mi'}\n\
+         - statusRow: {status: Evicted, phase: Failed}\n\
+         - statusRow: {status: Error, reason: DeadlineExceeded}",
+    );
+    pass(&v[0]);
+    fails_with(
+        &v[1],
+        "never shown (observed [Pending → ContainerCreating → Running → Error])",
+    );
+    fails_with(&v[2], "observed reason Evicted");
+}
+
+#[test]
+fn qos_class() {
+    let v = judge(
+        "status-qos-guaranteed",
+        "",
+        "- qosClass: Guaranteed\n- qosClass: BestEffort",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "observed Guaranteed");
+    let v = judge("oom-killed", "", "- qosClass: Burstable\n- qosClass: Guaranteed");
+    pass(&v[0]);
+    fails_with(&v[1], "observed Burstable");
+}
+
+#[test]
+fn status_mark() {
+    let v = judge(
+        "status-image-pull-backoff",
+        "pullFailed: {status: ErrImagePull}\nbackOff2: {status: {is: ImagePullBackOff, occurrence: 2}}",
+        "- order: [pullFailed, {status: ImagePullBackOff}, {status: {is: ErrImagePull, occurrence: 2}}, backOff2]\n\
+         - order: [backOff2, pullFailed]\n\
+         - gap: {from: pullFailed, to: backOff2, min: 30s}\n\
+         - gap: {from: pullFailed, to: backOff2, max: 20s}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "STATUS ImagePullBackOff seen 04:21:30.036");
+    pass(&v[2]);
+    fails_with(&v[3], "measured 37.15s");
+}
+
+#[test]
+fn statuses_and_rows_with_a_pod_watch_gap() {
+    // A pod-watch outage in the middle of init-fail-never: a status may have been shown unseen.
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "name: t\ncases:\n  - name: c\n    manifest: {}\n    expect:\n      \
+         - statuses: [Pending, Init:0/2, Init:1/2, Init:Error]\n      \
+         - statuses: [Pending, Init:1/2, Init:0/2, Init:Error]\n      \
+         - statusRow: {{status: Init:Error, conditions: {{Initialized: False}}}}\n      \
+         - statusRow: {{status: Init:Error, conditions: {{Initialized: True}}}}\n",
+        rec("init-fail-never").join("manifest.yaml").display()
+    );
+    let path = dir.path().join("t.yaml");
+    std::fs::write(&path, &yaml).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap();
+    let mut tl = Recording::read(&rec("init-fail-never")).unwrap().timeline();
+    let mid = tl.snapshots[4].received;
+    tl.gaps.push(podlife::observe::Gap {
+        source: podlife::observe::EvidenceSource::PodWatch,
+        from: Some(mid),
+        to: Some(mid + jiff::SignedDuration::from_millis(500)),
+        clock: Default::default(),
+        reason: "503 ServiceUnavailable".into(),
+    });
+    let v = judge_case(&suites[0].cases[0].spec, &tl);
+    // A pass becomes undecided; a reordering no hidden status can mend stays a failure; a row
+    // contradicted by a snapshot that was seen stays a failure.
+    assert_eq!(v[0].outcome, Outcome::Undecided, "{}", v[0].evidence);
+    assert!(v[0].evidence.contains("503 ServiceUnavailable"), "{}", v[0].evidence);
+    assert_eq!(v[1].outcome, Outcome::Fail, "{}", v[1].evidence);
+    assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
+    fails_with(&v[3], "observed Initialized=False");
+}

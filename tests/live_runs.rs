@@ -303,3 +303,126 @@ fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
     assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
     assert!(v.evidence.contains("no tick period"), "{}", v.evidence);
 }
+
+/// Replaces `from` by `to` once inside case `case` of suite file `suite`, and judges the
+/// mutated case on the live timeline `file` of `run`: the failing or undecided evidence.
+fn mutated_on_live(suite: &str, case: &str, from: &str, to: &str, run: &str, file: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("suites").join(suite)).unwrap();
+    let start = text
+        .find(&format!("  - name: {case}\n"))
+        .unwrap_or_else(|| panic!("no case {case}"));
+    let end = text[start + 10..]
+        .find("\n  - name: ")
+        .map_or(text.len(), |i| start + 10 + i);
+    let block = &text[start..end];
+    assert_eq!(block.matches(from).count(), 1, "`{from}` must occur once in {case}");
+    let mutated = format!("{}{}{}", &text[..start], block.replacen(from, to, 1), &text[end..]);
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
+    let path = dir.path().join(std::path::Path::new(suite).file_name().unwrap());
+    std::fs::write(&path, mutated).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
+    let c = suites[0].cases.iter().find(|c| c.name() == case).unwrap();
+    let tl = timeline(run, file);
+    judge_case(&c.spec, &tl)
+        .into_iter()
+        .filter(|v| v.outcome != Outcome::Pass)
+        .map(|v| v.evidence)
+        .collect()
+}
+
+/// Each fixed expectation, made wrong, fails on the very live timeline it now passes on: the
+/// fixes widened what a conformant node may do, not what a wrong expectation may claim.
+#[test]
+fn wrong_expectations_still_fail_on_the_live_timelines() {
+    let cases: [(&str, &str, &str, &str, &str, &str, &str); 9] = [
+        (
+            "upstream-parity/security.yaml",
+            "sec-rootfs-readonly",
+            r"regex: '\s/file: Read-only file system$'",
+            r"regex: '\s/file: Permission denied$'",
+            "8o9vtjm0",
+            "upstream-security__sec-rootfs-readonly",
+            "expected exactly 1, observed 0",
+        ),
+        (
+            "upstream-parity/probes.yaml",
+            "probe-readiness-initial-delay",
+            "min: 14900ms, max: 17500ms",
+            "min: 17s, max: 19s",
+            "8o9vtjm0",
+            "upstream-probes__probe-readiness-initial-delay",
+            "measured 15",
+        ),
+        (
+            "restart-policy.yaml",
+            "restart-always-crashloop",
+            "doubling: {base: 10s,",
+            "doubling: {base: 20s,",
+            "o73wz585",
+            "restart-policy__restart-always-crashloop",
+            "interval 2 (#1 finishedAt→#2 startedAt) = 14s not in 20s..40s",
+        ),
+        (
+            "restart-policy.yaml",
+            "restart-always-crashloop",
+            "cap: 5m, firstImmediate: true, late: 20s",
+            "cap: 20s, firstImmediate: true, late: 20s",
+            "o73wz585",
+            "restart-policy__restart-always-crashloop",
+            "interval 4",
+        ),
+        (
+            "hooks.yaml",
+            "poststart-fail",
+            "- {max: 3s}",
+            "- {min: 5s, max: 8s}",
+            "se2q5ldb",
+            "hooks__poststart-fail",
+            "interval 1 (#0 last line→#1 first line) = 1.009s not in 5s..8s",
+        ),
+        (
+            "restart-policy.yaml",
+            "restart-onfailure-then-success",
+            "min: 1s, max: 4s",
+            "min: 3s, max: 4s",
+            "o73wz585",
+            "restart-policy__restart-onfailure-then-success",
+            "measured 2.082s",
+        ),
+        (
+            "status.yaml",
+            "oom-killed",
+            "exitCode: 137, reason: OOMKilled, restartCount: 0",
+            "exitCode: 137, reason: Error, restartCount: 0",
+            "o73wz585",
+            "status__oom-killed",
+            "reason: expected Error, observed OOMKilled",
+        ),
+        (
+            "termination.yaml",
+            "termination-message-file",
+            "- phases: [Pending, Running, Failed]",
+            "- phases: [Pending, Running, Succeeded]",
+            "0e6zgyqg",
+            "termination__termination-message-file",
+            "observed [Pending → Failed]",
+        ),
+        (
+            "emptydir.yaml",
+            "emptydir-memory-tmpfs",
+            "- phases: [Pending, Running, Succeeded]",
+            "- phases: [Pending, Running, Failed]",
+            "9m94fj73",
+            "emptydir__emptydir-memory-tmpfs",
+            "observed [Pending → Succeeded]",
+        ),
+    ];
+    for (suite, case, from, to, run, file, named) in cases {
+        let bad = mutated_on_live(suite, case, from, to, run, file);
+        assert!(
+            bad.iter().any(|e| e.contains(named)),
+            "{case}: `{from}` → `{to}` must fail on {run} naming `{named}`: {bad:#?}"
+        );
+    }
+}

@@ -264,7 +264,8 @@ fn every_recording_reads() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap().flatten() {
-        if e.path().is_dir() {
+        // Status-table cases replay another case's recording through a symlink.
+        if e.path().is_dir() && !e.path().is_symlink() {
             let tl = Recording::read(&e.path()).unwrap().timeline();
             assert!(
                 !tl.snapshots.is_empty() && !tl.events.is_empty(),
@@ -274,5 +275,6 @@ fn every_recording_reads() {
             n += 1;
         }
     }
-    assert_eq!(n, 30);
+    // 30 lifecycle recordings and the 7 status-* ones.
+    assert_eq!(n, 37);
 }

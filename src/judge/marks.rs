@@ -410,6 +410,22 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 format!("{}={} seen {}", c.r#type, want, hms(t)),
             ))
         }
+        MarkSpec::Status(st) => {
+            // Each time the column changes to the text is one occurrence.
+            let hits: Vec<Timestamp> = super::status::status_sequence(tl)
+                .into_iter()
+                .filter(|(t, _)| *t == st.is)
+                .map(|(_, s)| s.received)
+                .collect();
+            let t = pick(st.occurrence, &hits)
+                .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
+            Ok(Hit::new(
+                t,
+                ZERO,
+                Clock::Harness,
+                format!("STATUS {} seen {}", st.is, hms(t)),
+            ))
+        }
         MarkSpec::PodGone => tl
             .deleted
             .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))))

@@ -3,6 +3,7 @@
 
 pub mod marks;
 pub mod sequence;
+pub mod status;
 
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -146,6 +147,9 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
             in_gap(j, gap)
         }
         Expectation::Never(n) => never(case, n, tl),
+        Expectation::Statuses(seq) => status::statuses_gaps(seq, status::statuses(seq, tl), tl),
+        Expectation::StatusRow(r) => status::status_row_gaps(status::status_row(r, tl), tl),
+        Expectation::QosClass(q) => status::qos_class(*q, tl),
     };
     Verdict {
         index,

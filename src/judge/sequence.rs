@@ -23,6 +23,8 @@ pub enum Subject<'a> {
     Phase,
     /// `status.conditions[type]`.
     Condition(&'a str),
+    /// kubectl's STATUS column (`observe::status`).
+    Status,
 }
 
 /// The result of matching.
@@ -58,6 +60,11 @@ fn skippable(subject: Subject, want: &[String], i: usize, tl: &Timeline) -> Opti
         {
             Some(ran(tl, &[ContainerKind::Init, ContainerKind::Sidecar]).ok_or(()))
         }
+        // An interior STATUS (ContainerCreating, Init:N/M, PodInitializing, Running,
+        // CrashLoopBackOff, ...) may be superseded before a write; `status::skip_evidence`
+        // says which ones other evidence proves (a container's instance or logs, a terminated
+        // reason, the kubelet's events) and which must be seen (NotReady, pod reasons).
+        Subject::Status if i > 0 && i + 1 < want.len() => Some(super::status::skip_evidence(tl, &want[i]).ok_or(())),
         // Ready and ContainersReady depend on readiness probes: the timeline has no proof of a
         // probe result other than the condition itself, so they are never skippable.
         _ => None,

@@ -2,6 +2,7 @@
 
 pub mod observer;
 pub mod recording;
+pub mod status;
 pub mod timeline;
 
 pub use observer::{
@@ -9,4 +10,5 @@ pub use observer::{
     TRUNCATED_MARKER, WatchKind, cap_line,
 };
 pub use recording::Recording;
+pub use status::{PodRow, pod_row};
 pub use timeline::*;

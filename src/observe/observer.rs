@@ -248,7 +248,10 @@ impl Observer {
             }
         }
         self.update_info(pod);
-        let snap = self.snapshot(received, kind, pod);
+        let mut snap = self.snapshot(received, kind, pod);
+        let row = super::status::pod_row(&self.tl.pod, &snap);
+        snap.status = Some(row.status);
+        snap.ready_column = Some(row.ready);
         if kind == WatchKind::Deleted && self.tl.deleted.is_none() {
             self.tl.deleted = Some(received);
         }
@@ -345,6 +348,11 @@ impl Observer {
             containers,
             deletion_timestamp: pod.metadata.deletion_timestamp.as_ref().map(|t| t.0),
             deletion_grace_period_seconds: pod.metadata.deletion_grace_period_seconds,
+            reason: st.reason.clone(),
+            message: st.message.clone(),
+            qos_class: st.qos_class.clone(),
+            status: None,
+            ready_column: None,
         }
     }
 
@@ -703,9 +711,16 @@ fn terminated(t: &core::ContainerStateTerminated, instance: Option<u32>) -> Term
         exit_code: t.exit_code,
         reason: t.reason.clone(),
         message: t.message.clone(),
-        started_at: t.started_at.as_ref().map(|x| x.0),
+        // A container whose process never started (StartError) reports the zero time
+        // 1970-01-01T00:00:00Z as startedAt (status-start-error-never): it did not start.
+        started_at: t
+            .started_at
+            .as_ref()
+            .map(|x| x.0)
+            .filter(|t| *t != Timestamp::UNIX_EPOCH),
         finished_at: t.finished_at.as_ref().map(|x| x.0),
         container_id: t.container_id.clone(),
+        signal: t.signal,
     }
 }
 

@@ -242,9 +242,14 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
             match e.kind.as_str() {
                 "follow" => {
                     let path = logs.join(format!("{}.log", e.container));
+                    let len: usize = e.tries.iter().map(|t| t.bytes).sum();
+                    // A container that never printed (status-start-error-never: the process
+                    // never started) leaves no file when its only follow delivered 0 bytes.
+                    if len == 0 && !path.exists() {
+                        continue;
+                    }
                     let data = std::fs::read(&path).map_err(|err| bad(&path, format!("cannot read: {err}")))?;
                     let start = offsets.get(&e.container).copied().unwrap_or(0);
-                    let len: usize = e.tries.iter().map(|t| t.bytes).sum();
                     let end = (start + len).min(data.len());
                     offsets.insert(e.container.clone(), end);
                     let instance = e.restart_count_when_seen.unwrap_or(0);

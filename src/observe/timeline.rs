@@ -240,6 +240,22 @@ pub struct Snapshot {
     pub deletion_timestamp: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_grace_period_seconds: Option<i64>,
+    /// `status.reason` (Evicted, DeadlineExceeded, NodeLost, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `status.message` (e.g. the eviction message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `status.qosClass`: Guaranteed, Burstable or BestEffort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos_class: Option<String>,
+    /// The STATUS column of `kubectl get pods` for this snapshot (see `observe::status`).
+    /// Absent in timelines written before it existed: `Timeline::fill_columns` computes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// The READY column of `kubectl get pods`, e.g. `1/2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_column: Option<String>,
 }
 
 impl Snapshot {
@@ -256,6 +272,15 @@ impl Snapshot {
             && self.containers == other.containers
             && self.deletion_timestamp == other.deletion_timestamp
             && self.deletion_grace_period_seconds == other.deletion_grace_period_seconds
+            && self.reason == other.reason
+            && self.message == other.message
+            && self.qos_class == other.qos_class
+    }
+    /// The STATUS column (stored, or computed for timelines that predate it).
+    pub fn status_column(&self, pod: &PodInfo) -> String {
+        self.status
+            .clone()
+            .unwrap_or_else(|| super::status::pod_row(pod, self).status)
     }
 }
 
@@ -338,6 +363,9 @@ pub struct Terminated {
     pub finished_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_id: Option<String>,
+    /// The signal that ended the container, when the runtime reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }
 
 /// One run of a container (0 = first, n = after the n-th restart).
@@ -450,6 +478,23 @@ impl Timeline {
             return true;
         }
         matches!(self.final_phase(), Some("Succeeded" | "Failed"))
+    }
+
+    /// Fills the kubectl columns (STATUS, READY) of snapshots that lack them (timelines
+    /// written before they existed).
+    pub fn fill_columns(&mut self) {
+        for s in &mut self.snapshots {
+            if s.status.is_none() {
+                let row = super::status::pod_row(&self.pod, s);
+                s.status = Some(row.status);
+                s.ready_column = Some(row.ready);
+            }
+        }
+    }
+
+    /// The STATUS column of every snapshot, with the snapshot.
+    pub fn status_column(&self) -> impl Iterator<Item = (&Snapshot, String)> + '_ {
+        self.snapshots.iter().map(|s| (s, s.status_column(&self.pod)))
     }
 
     /// Gaps of the pod watch.

@@ -668,6 +668,12 @@ impl Refs<'_, '_> {
                     self.container(c, &format!("{path}.container"))
                 }
             }
+            MarkSpec::Status(st) => {
+                if st.is.trim().is_empty() {
+                    self.ctx
+                        .err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
+                }
+            }
             MarkSpec::Phase(_) | MarkSpec::Condition(_) | MarkSpec::PodGone | MarkSpec::Action(_) => {}
         }
     }
@@ -777,6 +783,29 @@ impl Refs<'_, '_> {
                     );
                 }
             }
+            Expectation::Statuses(list) => {
+                if list.is_empty() {
+                    self.ctx
+                        .err(case_name, format!("{path}.statuses"), "the STATUS sequence is empty");
+                }
+                if let Some(i) = list.iter().position(|s| s.trim().is_empty()) {
+                    self.ctx
+                        .err(case_name, format!("{path}.statuses[{i}]"), "the STATUS text is empty");
+                }
+            }
+            Expectation::StatusRow(r) => {
+                if r.status.trim().is_empty() {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.statusRow.status"),
+                        "the STATUS text is empty",
+                    );
+                }
+                for (i, c) in r.containers.iter().enumerate() {
+                    self.container(&c.name, &format!("{path}.statusRow.containers[{i}].name"));
+                }
+            }
+            Expectation::QosClass(_) => {}
             Expectation::Never(n) => {
                 self.mark_ref(&n.mark, &format!("{path}.never.mark"));
                 if let Some(b) = &n.before {

@@ -300,6 +300,9 @@ pub enum MarkSpec {
     Phase(PodPhase),
     /// A pod condition first observed with a status (harness receive time).
     Condition(ConditionMark),
+    /// The STATUS column of `kubectl get pods` changing to a text, e.g. `{status: CrashLoopBackOff}`
+    /// or `{status: {is: ErrImagePull, occurrence: 2}}` (harness receive time, like `phase`).
+    Status(StatusMark),
     /// The pod's DELETED watch event (harness receive time).
     PodGone,
     /// One of podlife's own actions (harness clock).
@@ -321,6 +324,7 @@ impl MarkSpec {
             MarkSpec::Event(_) => "event",
             MarkSpec::Phase(_) => "phase",
             MarkSpec::Condition(_) => "condition",
+            MarkSpec::Status(_) => "status",
             MarkSpec::PodGone => "podGone",
             MarkSpec::Action(_) => "action",
         }
@@ -350,6 +354,7 @@ impl fmt::Display for MarkSpec {
             }
             MarkSpec::Phase(p) => write!(f, "phase {p:?}"),
             MarkSpec::Condition(c) => write!(f, "{}={:?}", c.r#type, c.status),
+            MarkSpec::Status(st) => write!(f, "{} STATUS {}", st.occurrence, st.is),
             MarkSpec::PodGone => f.write_str("pod gone"),
             MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
         }
@@ -495,6 +500,69 @@ pub struct ConditionMark {
     pub occurrence: Occurrence,
 }
 
+/// The STATUS column changing to `is` (the `occurrence`-th time it does).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusMark {
+    /// The STATUS text, exactly as kubectl prints it: `Init:1/2`, `CrashLoopBackOff`, ...
+    pub is: String,
+    /// Which time the column changed to it: `first` (default), `last` or a number from 1.
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+/// The STATUS column changing to `is` (the `occurrence`-th time it does).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct StatusMarkFull {
+    /// The STATUS text, exactly as kubectl prints it: `Init:1/2`, `CrashLoopBackOff`, ...
+    is: String,
+    /// Which time the column changed to it: `first` (default), `last` or a number from 1.
+    #[serde(default)]
+    occurrence: Occurrence,
+}
+
+impl JsonSchema for StatusMark {
+    fn schema_name() -> Cow<'static, str> {
+        "StatusMark".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let full = g.subschema_for::<StatusMarkFull>();
+        json_schema!({
+            "description": "A STATUS text (its first occurrence), or `{is, occurrence}`.",
+            "anyOf": [{"type": "string"}, full]
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusMark {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // `{status: Running}` is the first time the column shows Running; the mapping form
+        // picks another occurrence. Hand-written so each form reports its own errors.
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = StatusMark;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a STATUS text such as `CrashLoopBackOff`, or `{is: TEXT, occurrence: N}`")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<StatusMark, E> {
+                Ok(StatusMark {
+                    is: s.to_string(),
+                    occurrence: Occurrence::First,
+                })
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<StatusMark, A::Error> {
+                let full = StatusMarkFull::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(StatusMark {
+                    is: full.is,
+                    occurrence: full.occurrence,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ActionMark {
@@ -538,6 +606,15 @@ pub enum Expectation {
     Backoff(BackoffExpect),
     /// A mark must not occur (at all, or before another mark).
     Never(NeverExpect),
+    /// The sequence of distinct STATUS texts `kubectl get pods -w` shows, e.g.
+    /// `[Pending, ContainerCreating, Running, Completed]`. A listed status may be missing from
+    /// the watch only when the timeline shows, by other evidence, that the pod was in it.
+    Statuses(Vec<String>),
+    /// A row of the status table: whenever the STATUS column shows `status`, the pod also has
+    /// this phase, READY column, conditions, pod reason/message and container states.
+    StatusRow(StatusRowExpect),
+    /// The pod's `status.qosClass`.
+    QosClass(QosClass),
 }
 
 impl Expectation {
@@ -553,6 +630,9 @@ impl Expectation {
             Expectation::Log(_) => "log",
             Expectation::Backoff(_) => "backoff",
             Expectation::Never(_) => "never",
+            Expectation::Statuses(_) => "statuses",
+            Expectation::StatusRow(_) => "statusRow",
+            Expectation::QosClass(_) => "qosClass",
         }
     }
 }
@@ -721,4 +801,65 @@ pub struct NeverExpect {
     /// Only forbidden before this mark (which must occur).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<MarkRef>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StatusRowExpect {
+    /// The STATUS text the row is about, e.g. `ImagePullBackOff`.
+    pub status: String,
+    /// The phase while it is shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<PodPhase>,
+    /// The READY column while it is shown, e.g. `0/1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+    /// Condition statuses while it is shown, e.g. `{Initialized: True, Ready: False}`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conditions: BTreeMap<String, CondStatus>,
+    /// `status.reason` while it is shown (Evicted, DeadlineExceeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `status.message` while it is shown must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
+    /// Container states while it is shown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<RowContainer>,
+}
+
+/// A container's status while a STATUS is shown.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RowContainer {
+    pub name: Loc<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ContainerState>,
+    /// Reason of the current state (waiting or terminated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Exit code of the terminated state, or of lastState while waiting or running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The container's `ready` flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+}
+
+/// `status.qosClass`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum QosClass {
+    Guaranteed,
+    Burstable,
+    BestEffort,
+}
+
+impl QosClass {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            QosClass::Guaranteed => "Guaranteed",
+            QosClass::Burstable => "Burstable",
+            QosClass::BestEffort => "BestEffort",
+        }
+    }
 }

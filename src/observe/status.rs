@@ -1,0 +1,160 @@
+//! `PodRow`: the READY and STATUS columns of `kubectl get pods`, computed from one pod snapshot.
+//!
+//! `kubectl get pods` prints what the API server's table printer computes (server-side
+//! printing), so the rules are those of the server the user talks to. This follows `printPod` in
+//! kubernetes `pkg/printers/internalversion/printers.go` as shipped with Kubernetes v1.36 (the
+//! reference node's version), rule for rule and in the same order:
+//!
+//! 1. STATUS starts as the phase, replaced by `status.reason` when set (Evicted,
+//!    DeadlineExceeded, NodeLost, ...); `SchedulingGated` when PodScheduled has that reason.
+//! 2. Init containers, in status order: one terminated with exit 0 is skipped; a restartable one
+//!    (native sidecar) that has `started: true` is skipped (and counts towards READY when ready);
+//!    the first other one decides: terminated → `Init:<reason>` (or `Init:Signal:N` /
+//!    `Init:ExitCode:N` without a reason), waiting with a reason other than PodInitializing →
+//!    `Init:<reason>`, otherwise `Init:<index>/<number of init containers in the spec>`.
+//! 3. When no init container decided, or the Initialized condition is True, the app containers
+//!    are scanned from the last to the first, the first container winning: waiting with a reason
+//!    → that reason; terminated → its reason, else `Signal:N` / `ExitCode:N` (a non-zero exit
+//!    is remembered as the error reason); running and ready → counts towards READY.
+//! 4. A STATUS of `Completed` while a container still runs becomes `Running` when the pod is
+//!    Ready, else the remembered error reason, else `NotReady`; with no running container the
+//!    error reason still wins over `Completed` (the v1.33+ rule: a pod whose first container
+//!    failed and whose last one completed shows the failure).
+//! 5. With a deletionTimestamp: `Unknown` when `status.reason` is NodeLost, otherwise
+//!    `Terminating` unless the phase is already terminal (Succeeded/Failed).
+//!
+//! READY is `<ready app containers + ready started sidecars>/<app containers + sidecars>`.
+
+use super::timeline::{ContainerStatus, PodInfo, Snapshot, State};
+use crate::suite::ContainerKind;
+
+/// The kubectl columns of one snapshot.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PodRow {
+    /// READY, e.g. `1/2`.
+    pub ready: String,
+    /// STATUS, e.g. `Init:1/3`, `CrashLoopBackOff`, `Terminating`.
+    pub status: String,
+}
+
+/// Computes READY and STATUS of a snapshot as kubectl shows them.
+pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
+    let non_empty = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
+    let is_true = |ty: &str| snap.condition(ty).is_some_and(|c| c.status == "True");
+
+    // Rule 1.
+    let phase = snap.phase.clone().unwrap_or_default();
+    let mut reason = non_empty(&snap.reason).unwrap_or_else(|| phase.clone());
+    if snap
+        .condition("PodScheduled")
+        .is_some_and(|c| c.reason.as_deref() == Some("SchedulingGated"))
+    {
+        reason = "SchedulingGated".to_string();
+    }
+
+    let spec_init = pod
+        .containers
+        .iter()
+        .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar))
+        .count();
+    let sidecars = pod
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::Sidecar)
+        .count();
+    let apps = pod
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::Regular)
+        .count();
+    let total = apps + sidecars;
+    let mut ready = 0usize;
+
+    // Rule 2. The snapshot lists init container statuses first, in status order.
+    let inits: Vec<&ContainerStatus> = snap
+        .containers
+        .iter()
+        .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar))
+        .collect();
+    let mut initializing = false;
+    for (i, c) in inits.iter().enumerate() {
+        match &c.state {
+            State::Terminated(t) if t.exit_code == 0 => continue,
+            _ if c.kind == ContainerKind::Sidecar && c.started == Some(true) => {
+                if c.ready {
+                    ready += 1;
+                }
+                continue;
+            }
+            State::Terminated(t) => {
+                reason = match non_empty(&t.reason) {
+                    Some(r) => format!("Init:{r}"),
+                    None => match t.signal.filter(|s| *s != 0) {
+                        Some(s) => format!("Init:Signal:{s}"),
+                        None => format!("Init:ExitCode:{}", t.exit_code),
+                    },
+                };
+            }
+            State::Waiting { reason: Some(r), .. } if !r.is_empty() && r != "PodInitializing" => {
+                reason = format!("Init:{r}");
+            }
+            _ => reason = format!("Init:{i}/{spec_init}"),
+        }
+        initializing = true;
+        break;
+    }
+
+    // Rules 3 and 4.
+    if !initializing || is_true("Initialized") {
+        let mut has_running = false;
+        let mut error_reason: Option<String> = None;
+        let apps: Vec<&ContainerStatus> = snap
+            .containers
+            .iter()
+            .filter(|c| c.kind == ContainerKind::Regular)
+            .collect();
+        for c in apps.iter().rev() {
+            match &c.state {
+                State::Waiting { reason: Some(r), .. } if !r.is_empty() => reason = r.clone(),
+                State::Terminated(t) => {
+                    reason = match (non_empty(&t.reason), t.signal.filter(|s| *s != 0)) {
+                        (Some(r), _) => r,
+                        (None, Some(s)) => format!("Signal:{s}"),
+                        (None, None) => format!("ExitCode:{}", t.exit_code),
+                    };
+                    if t.exit_code != 0 {
+                        error_reason = Some(reason.clone());
+                    }
+                }
+                State::Running { .. } if c.ready => {
+                    has_running = true;
+                    ready += 1;
+                }
+                _ => {}
+            }
+        }
+        if reason == "Completed" {
+            if has_running && is_true("Ready") {
+                reason = "Running".to_string();
+            } else if let Some(e) = error_reason {
+                reason = e;
+            } else if has_running {
+                reason = "NotReady".to_string();
+            }
+        }
+    }
+
+    // Rule 5.
+    if snap.deletion_timestamp.is_some() {
+        if snap.reason.as_deref() == Some("NodeLost") {
+            reason = "Unknown".to_string();
+        } else if phase != "Succeeded" && phase != "Failed" {
+            reason = "Terminating".to_string();
+        }
+    }
+
+    PodRow {
+        ready: format!("{ready}/{total}"),
+        status: reason,
+    }
+}
