@@ -395,8 +395,18 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let verdicts = crate::judge::judge_case(&case.spec, &tl);
+    let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
+    // Same rule as `run --replay`: the source must have done what the steps say.
+    if let Some(v) = crate::judge::steps_verdict(&case.spec, &tl) {
+        verdicts.insert(0, v);
+    }
+    let failed = verdicts
+        .iter()
+        .filter(|v| v.outcome != crate::judge::Outcome::Pass)
+        .count();
+    let passed = verdicts.len() - failed;
     if args.json {
+        // Valid JSON only on stdout, so it can be piped into jq.
         println!(
             "{}",
             serde_json::to_string_pretty(&verdicts).expect("verdicts serialize")
@@ -411,16 +421,11 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
             tl.logs.len()
         );
         print!("{}", crate::report::console::verdict_lines(&verdicts));
+        println!(
+            "result: {}. {passed} passed; {failed} failed or undecided",
+            if failed == 0 { "ok" } else { "FAILED" }
+        );
     }
-    let failed = verdicts
-        .iter()
-        .filter(|v| v.outcome != crate::judge::Outcome::Pass)
-        .count();
-    let passed = verdicts.len() - failed;
-    println!(
-        "result: {}. {passed} passed; {failed} failed or undecided",
-        if failed == 0 { "ok" } else { "FAILED" }
-    );
     if failed == 0 {
         ExitCode::SUCCESS
     } else {

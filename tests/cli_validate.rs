@@ -56,7 +56,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation-field.yaml:6:52: \
              cases[0].expect[0].container.exitCod: unknown field `exitCod`, expected one of \
-             name, instance, state, exitCode, reason, restartCount, message, waitingReasonsSeen, \
+             name, instance, state, exitCode, reason, restartCount, message, messageEquals, ready, started, waitingReasonsSeen, \
              neverStarted",
         ),
     ),
@@ -177,7 +177,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         "bad-instance.yaml",
         Some(
             "tests/malformed/bad-instance.yaml:6:56: cases[0].expect[0].log.instance: invalid \
-             instance \"second\": use a number, `first`, `last` or `any`",
+             instance \"second\": use a number, `first`, `last`, `any` or `each`",
         ),
     ),
     (

@@ -366,6 +366,7 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
             serde_json::from_value(serde_json::json!({"log": {"container": "main", "regex": "^no such line$"}}))
                 .unwrap(),
         )),
+        after: None,
         before: None,
     });
     let v = podlife::judge::judge(&case.spec, &never, &tl, 0);
@@ -376,6 +377,7 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
             serde_json::from_value(serde_json::json!({"log": {"container": "main", "regex": "^TERM received$"}}))
                 .unwrap(),
         )),
+        after: None,
         before: None,
     });
     assert_eq!(

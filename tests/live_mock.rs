@@ -409,6 +409,46 @@ cases:
     );
 }
 
+#[test]
+fn patch_step_sends_a_strategic_merge_patch_of_spec_fields() {
+    let e = env(|_| {});
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - waitFor: {until: {log: {container: main, regex: start}}}
+      - patch: {activeDeadlineSeconds: 30, containerImages: {main: "${image.busybox}"}}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+"#;
+    let mut o = opts(e.dir.path());
+    o.images.insert("busybox".into(), "registry.local/busybox:1.36".into());
+    let out = run(&e, &o, body).unwrap();
+    assert_eq!(
+        out.summary.cases[0].status,
+        CaseStatus::Passed,
+        "{:#?}",
+        out.summary.cases[0].attempts
+    );
+    let f = e.fake.lock().unwrap();
+    assert_eq!(
+        f.merge_patches,
+        vec![serde_json::json!({"spec": {
+            "activeDeadlineSeconds": 30,
+            "containers": [{"name": "main", "image": "registry.local/busybox:1.36"}]
+        }})]
+    );
+    // Strategic: containers merge by name, so the patch does not replace the container list.
+    assert!(
+        f.patch_content_types[0].starts_with("application/strategic-merge-patch+json"),
+        "{:?}",
+        f.patch_content_types
+    );
+}
+
 /// Loads several suite files (name, body) as one run's cases.
 fn suites(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
     let mut paths = vec![];

@@ -663,14 +663,15 @@ impl CaseApi {
         Ok(name)
     }
 
-    /// Merge-patches the pod (labels and annotations).
+    /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name.
     pub async fn patch_pod(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
         let what = format!("patch pod {}/{name}", self.namespace);
         self.call(
             &what,
             None,
             true,
-            self.pods().patch(name, &PatchParams::default(), &Patch::Merge(patch)),
+            self.pods()
+                .patch(name, &PatchParams::default(), &Patch::Strategic(patch)),
         )
         .await?;
         Ok(())

@@ -7,6 +7,37 @@ use crate::observe::{Gap, Instance, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
+/// A compiled text matcher: a regex, or exact equality (templates already substituted).
+pub enum Matcher {
+    Regex(regex::Regex),
+    Equals(String),
+}
+
+impl Matcher {
+    pub fn is_match(&self, text: &str) -> bool {
+        match self {
+            Matcher::Regex(r) => r.is_match(text),
+            Matcher::Equals(e) => e == text,
+        }
+    }
+    /// `/regex/` or `"exact text"` (values substituted), for evidence.
+    pub fn label(&self) -> String {
+        match self {
+            Matcher::Regex(r) => format!("/{}/", r.as_str()),
+            Matcher::Equals(e) => format!("{e:?}"),
+        }
+    }
+}
+
+/// Compiles a `regex`/`equals` pair against the observed pod's template values.
+pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, String> {
+    match t {
+        TextMatch::Regex(p) => compile(p, tl).map(Matcher::Regex),
+        TextMatch::Equals(e) => e.expand(&|n| template_value(tl, n)).map(Matcher::Equals),
+        TextMatch::Missing => Err("neither `regex` nor `equals` given".into()),
+    }
+}
+
 /// Which clock a time was read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clock {
@@ -94,7 +125,8 @@ pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
 pub fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
     let all: Vec<&Instance> = tl.instances_of(container).collect();
     match sel {
-        InstanceSel::Any => all,
+        // `each` is replaced by a number before resolving (see `for_instance`).
+        InstanceSel::Any | InstanceSel::Each => all,
         InstanceSel::Last => all.last().copied().into_iter().collect(),
         InstanceSel::Nth(n) => all.into_iter().filter(|i| i.instance == n).collect(),
     }
@@ -108,7 +140,7 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
     known.sort_unstable();
     known.dedup();
     match sel {
-        InstanceSel::Any => None,
+        InstanceSel::Any | InstanceSel::Each => None,
         InstanceSel::Last => Some(known.last().copied().into_iter().collect()),
         InstanceSel::Nth(n) => Some(vec![n]),
     }
@@ -229,7 +261,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                         | (State::Terminated(_), ContainerState::Terminated)
                 );
                 let inst_ok = match (s.instance, c.instance) {
-                    (InstanceSel::Any, _) | (InstanceSel::Last, _) => true,
+                    (InstanceSel::Any | InstanceSel::Last | InstanceSel::Each, _) => true,
                     (InstanceSel::Nth(n), Some(i)) => n == i,
                     // Waiting before any start has no instance: it precedes instance 0.
                     (InstanceSel::Nth(n), None) => n == c.restart_count,
@@ -259,7 +291,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             })
             .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
         MarkSpec::Log(l) => {
-            let re = compile(&l.regex, tl)?;
+            let re = matcher(l.text(), tl)?;
             let inst = log_instances(tl, &l.container, l.instance);
             let mut lines: Vec<_> = tl
                 .logs_of(&l.container, None)
@@ -270,7 +302,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 format!(
                     "no {} log line {} in `{}`{} ({} matching)",
                     l.occurrence,
-                    l.regex,
+                    re.label(),
                     l.container,
                     l.instance,
                     lines.len()
@@ -390,24 +422,69 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             .ok_or_else(|| format!("phase {p} never observed")),
         MarkSpec::Condition(c) => {
             let want = format!("{:?}", c.status);
-            let mut prev: Option<String> = None;
+            let msg = c.message.as_ref().map(|m| compile(m, tl)).transpose()?;
+            // A hit is a snapshot where the condition matches (status, and reason and message
+            // when given) and the previous observed value of the condition did not.
+            let mut prev: Option<bool> = None;
             let mut hits = vec![];
             for s in &tl.snapshots {
-                let cur = s.condition(&c.r#type).map(|x| x.status.clone());
-                if cur.as_deref() == Some(want.as_str()) && prev.as_deref() != Some(want.as_str()) {
+                let Some(cond) = s.condition(&c.r#type) else { continue };
+                let now = cond.status == want
+                    && c.reason
+                        .as_ref()
+                        .is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
+                    && msg
+                        .as_ref()
+                        .is_none_or(|m| m.is_match(cond.message.as_deref().unwrap_or_default()));
+                if now && prev != Some(true) {
                     hits.push(s.received);
                 }
-                if cur.is_some() {
-                    prev = cur;
-                }
+                prev = Some(now);
+            }
+            let mut label = format!("{}={}", c.r#type, want);
+            if let Some(r) = &c.reason {
+                label.push_str(&format!(" ({r})"));
+            }
+            if let Some(m) = &c.message {
+                label.push_str(&format!(" message {m}"));
             }
             let t = pick(c.occurrence, &hits)
-                .ok_or_else(|| format!("{}={} never observed ({} times seen)", c.r#type, want, hits.len()))?;
+                .ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))))
+        }
+        MarkSpec::Ready(f) | MarkSpec::Started(f) => {
+            let which = if matches!(spec, MarkSpec::Ready(_)) {
+                "ready"
+            } else {
+                "started"
+            };
+            let mut prev: Option<bool> = None;
+            let mut hits = vec![];
+            for s in &tl.snapshots {
+                let Some(c) = s.container(&f.container) else { continue };
+                // `started` is absent on old servers and before the kubelet reports it.
+                let Some(v) = (if which == "ready" { Some(c.ready) } else { c.started }) else {
+                    continue;
+                };
+                if v == f.value && prev != Some(v) {
+                    hits.push(s.received);
+                }
+                prev = Some(v);
+            }
+            let t = pick(f.occurrence, &hits).ok_or_else(|| {
+                format!(
+                    "no {} turn of `{}` {which}={} ({} seen)",
+                    f.occurrence,
+                    f.container,
+                    f.value,
+                    hits.len()
+                )
+            })?;
             Ok(Hit::new(
                 t,
                 ZERO,
                 Clock::Harness,
-                format!("{}={} seen {}", c.r#type, want, hms(t)),
+                format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
             ))
         }
         MarkSpec::Status(st) => {
@@ -450,4 +527,104 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
 
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
     o.pick(items)
+}
+
+/// The mark with `instance: each` replaced by instance `n` (for a gap's `forEachInstance`).
+pub fn for_instance(spec: &MarkSpec, n: u32) -> MarkSpec {
+    let mut spec = spec.clone();
+    let fix = |i: &mut InstanceSel| {
+        if *i == InstanceSel::Each {
+            *i = InstanceSel::Nth(n);
+        }
+    };
+    match &mut spec {
+        MarkSpec::ContainerStarted(c)
+        | MarkSpec::ContainerTerminated(c)
+        | MarkSpec::FirstLogLine(c)
+        | MarkSpec::LastLogLine(c) => fix(&mut c.instance),
+        MarkSpec::ContainerSeen(c) => fix(&mut c.instance),
+        MarkSpec::Log(l) => fix(&mut l.instance),
+        _ => {}
+    }
+    spec
+}
+
+/// Every occurrence of a mark, in time order: a mark with an `occurrence` yields each one, a
+/// mark on `any` instance each instance's. `never` needs them all (the first occurrence may lie
+/// outside the window while a later one lies inside).
+pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
+    // Bounded: a timeline holds far fewer occurrences of anything than this.
+    const MAX: u32 = 100_000;
+    let with_occurrence = |set: &dyn Fn(&mut MarkSpec, Occurrence)| -> Vec<Hit> {
+        let mut out = vec![];
+        for n in 1..MAX {
+            let mut s = spec.clone();
+            set(&mut s, Occurrence::Nth(n));
+            match resolve(&s, tl) {
+                Ok(h) => out.push(h),
+                Err(_) => break,
+            }
+        }
+        out
+    };
+    let mut hits = match spec {
+        MarkSpec::Log(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Log(l) = s {
+                l.occurrence = o
+            }
+        }),
+        MarkSpec::Event(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Event(e) = s {
+                e.occurrence = o
+            }
+        }),
+        MarkSpec::Condition(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Condition(c) = s {
+                c.occurrence = o
+            }
+        }),
+        MarkSpec::Action(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Action(a) = s {
+                a.occurrence = o
+            }
+        }),
+        MarkSpec::Status(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Status(st) = s {
+                st.occurrence = o
+            }
+        }),
+        MarkSpec::Ready(_) | MarkSpec::Started(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Ready(f) | MarkSpec::Started(f) = s {
+                f.occurrence = o
+            }
+        }),
+        MarkSpec::ContainerStarted(c)
+        | MarkSpec::ContainerTerminated(c)
+        | MarkSpec::FirstLogLine(c)
+        | MarkSpec::LastLogLine(c)
+            if c.instance == InstanceSel::Any =>
+        {
+            let mut known: Vec<u32> = tl.instances_of(&c.container).map(|i| i.instance).collect();
+            known.extend(tl.logs_of(&c.container, None).map(|l| l.instance));
+            known.sort_unstable();
+            known.dedup();
+            known
+                .into_iter()
+                .filter_map(|n| {
+                    let mut s = spec.clone();
+                    if let MarkSpec::ContainerStarted(c)
+                    | MarkSpec::ContainerTerminated(c)
+                    | MarkSpec::FirstLogLine(c)
+                    | MarkSpec::LastLogLine(c) = &mut s
+                    {
+                        c.instance = InstanceSel::Nth(n);
+                    }
+                    resolve(&s, tl).ok()
+                })
+                .collect()
+        }
+        _ => resolve(spec, tl).into_iter().collect(),
+    };
+    hits.sort_by_key(|h| h.at);
+    hits
 }

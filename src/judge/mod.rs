@@ -12,7 +12,7 @@ use crate::observe::{State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{Count, InstanceSel};
 use crate::util::fmt_secs;
-use marks::{Hit, compile, resolve};
+use marks::{Hit, compile, matcher, resolve};
 use sequence::{SeqMatch, Subject, match_sequence};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -392,7 +392,8 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     // waiting that is lastState, i.e. the previous instance, which the evidence names.
     let mut exit_of = String::new();
     let (state_name, reason, exit_code) = match c.instance {
-        InstanceSel::Last | InstanceSel::Any => {
+        // `any`/`each` are rejected by validation for a final state; read them as `last`.
+        InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
             let exit = match &st.state {
                 State::Terminated(t) => Some(t.exit_code),
                 _ => {
@@ -480,6 +481,44 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
                 }
             }
             Err(why) => problems.push(format!("termination message: {why}")),
+        }
+    }
+    if let Some(want) = &c.message_equals {
+        let msg = match c.instance {
+            InstanceSel::Nth(n) => instances
+                .iter()
+                .find(|i| i.instance == n)
+                .and_then(|i| i.message.clone()),
+            _ => match &st.state {
+                State::Terminated(t) => t.message.clone(),
+                _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
+            },
+        };
+        match want.expand(&|n| marks::template_value(tl, n)) {
+            Ok(want) => {
+                let got = msg.unwrap_or_default();
+                facts.push(format!("message {got:?}"));
+                if got != want {
+                    problems.push(format!(
+                        "termination message: expected exactly {want:?}, observed {got:?}"
+                    ));
+                }
+            }
+            Err(why) => problems.push(format!("termination message: {why}")),
+        }
+    }
+    // The status flags as last reported (for the current instance).
+    if let Some(want) = c.ready {
+        facts.push(format!("ready {}", st.ready));
+        if st.ready != want {
+            problems.push(format!("ready: expected {want}, observed {}", st.ready));
+        }
+    }
+    if let Some(want) = c.started {
+        let got = st.started.map_or("absent".to_string(), |b| b.to_string());
+        facts.push(format!("started {got}"));
+        if st.started != Some(want) {
+            problems.push(format!("started: expected {want}, observed {got}"));
         }
     }
     if !c.waiting_reasons_seen.is_empty() {
@@ -573,6 +612,29 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
             early_fail = true;
         }
     }
+    // Reason and message of the condition as last observed.
+    let final_cond = tl.snapshots.iter().rev().find_map(|s| s.condition(ty));
+    let mut seen = seen;
+    if c.reason.is_some() || c.message.is_some() {
+        let reason = final_cond.and_then(|x| x.reason.as_deref()).unwrap_or("none");
+        let message = final_cond.and_then(|x| x.message.as_deref()).unwrap_or("");
+        seen.push_str(&format!(", last reason {reason}"));
+        if c.message.is_some() {
+            seen.push_str(&format!(" message {message:?}"));
+        }
+        if let Some(r) = &c.reason
+            && reason != r
+        {
+            problems.push(format!("expected last reason {r}"));
+        }
+        if let Some(m) = &c.message {
+            match compile(m, tl) {
+                Ok(re) if re.is_match(message) => {}
+                Ok(_) => problems.push(format!("expected last message {m}")),
+                Err(why) => problems.push(format!("message: {why}")),
+            }
+        }
+    }
     if problems.is_empty() {
         if tl.complete {
             pass(format!("condition {ty}: observed {seen}{notes}"))
@@ -595,10 +657,14 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
         match mark(case, r, tl) {
             Ok(h) => hits.push((r.label(), h)),
             Err(why) => {
-                return if tl.complete {
-                    undecided(format!("order: {why}"))
-                } else {
+                return if !tl.complete {
                     undecided(format!("order: waiting: {why}"))
+                } else if let Some(gap) = hidden_by(case, r, tl, None) {
+                    // The mark could have happened while the source was down.
+                    undecided(format!("order: {why}; undecided: {gap}"))
+                } else {
+                    // Nothing more will be observed and nothing was lost: the mark never happened.
+                    fail(format!("order: {why}, and the observation is complete"))
                 };
             }
         }
@@ -650,11 +716,19 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     j
 }
 
+/// True when the observation has ended and lost nothing, so an absent mark truly did not happen.
+fn evidence_is_whole(tl: &Timeline) -> bool {
+    tl.complete && tl.gaps.is_empty()
+}
+
 fn secs(d: SignedDuration) -> f64 {
     d.as_secs_f64()
 }
 
 fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
+    if let Some(c) = &g.for_each_instance {
+        return gap_each(case, g, c, tl);
+    }
     let a = match mark(case, &g.from, tl) {
         Ok(h) => h,
         Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
@@ -663,6 +737,113 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         Ok(h) => h,
         Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
     };
+    gap_between(g, a, b)
+}
+
+/// `forEachInstance`: the gap judged once per instance of the container, marks with
+/// `instance: each` bound to that instance. Fails on the first instance out of bounds, naming it.
+fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
+    let label = format!(
+        "gap {}→{} for each instance of `{container}`",
+        g.from.label(),
+        g.to.label()
+    );
+    let (from, to) = match (lookup(case, &g.from), lookup(case, &g.to)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => return undecided(format!("{label}: {why}")),
+    };
+    // Instances known from status or from logs (a short-lived instance can miss the status).
+    let mut known: Vec<u32> = tl.instances_of(container).map(|i| i.instance).collect();
+    known.extend(tl.logs_of(container, None).map(|l| l.instance));
+    known.sort_unstable();
+    known.dedup();
+    let last = known.last().copied();
+    let mut measured = vec![];
+    let mut per = vec![];
+    let mut skipped = vec![];
+    let mut marks_at = vec![];
+    let mut widened = false;
+    for &n in &known {
+        let a = resolve(&marks::for_instance(&from, n), tl);
+        let b = resolve(&marks::for_instance(&to, n), tl);
+        let (a, b) = match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(why), _) => {
+                // An instance without its `from` mark is not part of the quantifier (e.g. an
+                // instance that never logged the line the gap starts at).
+                skipped.push(format!("#{n} not measured: {why}"));
+                continue;
+            }
+            (Ok(a), Err(why)) => {
+                // The newest instance may still be running, or be stopped by the case's own end.
+                if Some(n) == last || !evidence_is_whole(tl) {
+                    skipped.push(format!("#{n} not measured: {why}"));
+                    continue;
+                }
+                let mut j = fail(format!(
+                    "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
+                    a.what
+                ));
+                j.measured = measured;
+                return j;
+            }
+        };
+        let j = gap_between(g, a.clone(), b.clone());
+        measured.extend(j.measured.iter().copied());
+        marks_at.extend(j.marks.iter().cloned());
+        if j.outcome == Outcome::Fail {
+            let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
+            f.measured = measured;
+            f.marks = j.marks;
+            return f;
+        }
+        if j.evidence.contains("tolerance widened") {
+            widened = true;
+        }
+        per.push(format!("#{n} {}", fmt_secs(*j.measured.first().unwrap_or(&0.0))));
+    }
+    if widened {
+        skipped.push("status times are whole seconds: each tolerance widened by their precision".into());
+    }
+    let skipped_note = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", skipped.join("; "))
+    };
+    let mut j = if per.is_empty() {
+        let e = format!("{label}: no instance with both marks{skipped_note}");
+        if evidence_is_whole(tl) { fail(e) } else { undecided(e) }
+    } else {
+        let e = format!(
+            "{label}: {} instance(s) within {}: {}{skipped_note}",
+            per.len(),
+            bounds_text(g),
+            per.join(", ")
+        );
+        if tl.complete {
+            pass(e)
+        } else {
+            undecided(format!("{e} so far"))
+        }
+    };
+    j.measured = measured;
+    j.marks = marks_at;
+    j
+}
+
+/// `5s ±300ms`, `at most 2s`, ...
+fn bounds_text(g: &GapExpect) -> String {
+    match (g.target, g.tolerance, g.min, g.max) {
+        (Some(t), tol, _, _) => format!("{} ±{}", t, fmt_secs(tol.map(|d| d.as_secs_f64()).unwrap_or(0.0))),
+        (None, _, Some(a), Some(b)) => format!("between {a} and {b}"),
+        (None, _, Some(a), None) => format!("at least {a}"),
+        (None, _, None, Some(b)) => format!("at most {b}"),
+        (None, _, None, None) => "any".into(),
+    }
+}
+
+/// Judges a gap between two resolved marks.
+fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     let measured = secs(b.at.duration_since(a.at));
     // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
     let lo_true = measured - secs(a.precision);
@@ -833,25 +1014,25 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
 }
 
 fn log(l: &LogExpect, tl: &Timeline) -> J {
-    let re = match compile(&l.regex, tl) {
+    let re = match matcher(l.text(), tl) {
         Ok(r) => r,
-        Err(why) => return undecided(format!("log {} in `{}`: {why}", l.regex, l.container)),
+        Err(why) => return undecided(format!("log {} in `{}`: {why}", l.text(), l.container)),
     };
     let lines: Vec<_> = tl
         .logs_of(&l.container, None)
         .filter(|x| match l.instance {
             InstanceSel::Nth(n) => x.instance == n,
-            InstanceSel::Any => true,
+            InstanceSel::Any | InstanceSel::Each => true,
             InstanceSel::Last => Some(x.instance) == tl.logs_of(&l.container, None).map(|y| y.instance).max(),
         })
         .collect();
     let matching: Vec<_> = lines.iter().filter(|x| re.is_match(&x.text)).collect();
-    let what = format!("log {} in `{}`{}", re.as_str(), l.container, l.instance);
+    let what = format!("log {} in `{}`{}", re.label(), l.container, l.instance);
     let count = l.count.unwrap_or(Count::at_least(1));
     let sel = match l.instance {
         InstanceSel::Nth(n) => Some(n),
         InstanceSel::Last => lines.first().map(|x| x.instance),
-        InstanceSel::Any => None,
+        InstanceSel::Any | InstanceSel::Each => None,
     };
     let gap = tl.log_gaps(&l.container, sel).next().map(|g| g.describe());
     let mut j = decide_count_in_gap(&count, matching.len() as u64, tl.complete, what, gap);
@@ -1026,6 +1207,9 @@ fn hidden_by(case: &Case, r: &MarkRef, tl: &Timeline, before: Option<Timestamp>)
 }
 
 fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
+    if let Some(after) = &n.after {
+        return never_after(case, n, after, tl);
+    }
     let m = mark(case, &n.mark, tl);
     match &n.before {
         // An occurrence seen is seen; an absence is only proven where the source was up.
@@ -1094,6 +1278,88 @@ fn never_before(n: &NeverExpect, before: &MarkRef, m: Result<Hit, String>, b: Re
     }
 }
 
+/// `never: {mark: X, after: A}` (optionally `before: B`): no occurrence of X strictly after A
+/// (and strictly before B). Every occurrence of X counts, not only the first. An occurrence
+/// that only the 1 s precision of a status time places on either side is undecided, not a
+/// failure.
+fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> J {
+    let mut window = format!("never {} after {}", n.mark.label(), after.label());
+    if let Some(b) = &n.before {
+        window.push_str(&format!(" before {}", b.label()));
+    }
+    let a = match mark(case, after, tl) {
+        Ok(h) => h,
+        Err(why) if tl.complete => return undecided(format!("{window}: the window never opened: {why}")),
+        Err(why) => return undecided(format!("{window}: waiting: {why}")),
+    };
+    let b = n.before.as_ref().map(|r| mark(case, r, tl));
+    let spec = match lookup(case, &n.mark) {
+        Ok(s) => s,
+        Err(why) => return undecided(format!("{window}: {why}")),
+    };
+    let mut maybe = None;
+    for h in marks::resolve_all(&spec, tl) {
+        // True instants: X in [h.at, h.at + ph), A in [a.at, a.at + pa), B likewise.
+        let surely_after = h.at > a.at && h.at >= a.at + a.precision;
+        let maybe_after =
+            h.at + h.precision > a.at && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
+        let (surely_before, maybe_before) = match &b {
+            Some(Ok(bh)) => (
+                h.at + h.precision <= bh.at && h.at < bh.at,
+                h.at < bh.at + bh.precision && !(h.at == bh.at && h.precision.is_zero() && bh.precision.is_zero()),
+            ),
+            // No `before`, or it has not happened: the window is still open.
+            _ => (true, true),
+        };
+        // An instant a gap makes uncertain is never proof of being inside.
+        if surely_after && surely_before && h.uncertain.is_none() && a.uncertain.is_none() {
+            let bound = match &b {
+                Some(Ok(bh)) => format!("; {}", bh.what),
+                Some(Err(_)) => format!(
+                    "; {} not (yet) seen",
+                    n.before.as_ref().map(|r| r.label()).unwrap_or_default()
+                ),
+                None => String::new(),
+            };
+            let mut j = fail(format!(
+                "{window}: it occurred inside the window ({}; after {}{bound})",
+                h.what, a.what
+            ));
+            j.marks = vec![
+                MarkAt {
+                    label: after.label(),
+                    at: a.at,
+                },
+                MarkAt {
+                    label: n.mark.label(),
+                    at: h.at,
+                },
+            ];
+            return j;
+        }
+        if maybe_after && maybe_before && maybe.is_none() {
+            maybe = Some(h.what.clone());
+        }
+    }
+    if let Some(what) = maybe {
+        return undecided(format!(
+            "{window}: an occurrence lies on the window's edge within the 1 s precision of status times ({what}; {})",
+            a.what
+        ));
+    }
+    // An absence is only proven where the source was up.
+    let hidden = hidden_by(case, &n.mark, tl, None);
+    match &b {
+        Some(Ok(bh)) => in_gap(
+            pass(format!("{window}: not inside ({} .. {})", a.what, bh.what)),
+            hidden,
+        ),
+        Some(Err(why)) if tl.complete => undecided(format!("{window}: the window never closed: {why}")),
+        _ if tl.complete => in_gap(pass(format!("{window}: did not occur after {}", a.what)), hidden),
+        _ => undecided(format!("{window}: not so far (after {})", a.what)),
+    }
+}
+
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never
 /// saw its mark is then undecided, not failed.
 pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
@@ -1103,4 +1369,79 @@ pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
 /// Whether a mark (by reference) has occurred; used by `waitFor` steps.
 pub fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, String> {
     mark(case, r, tl)
+}
+
+/// Checks that a finished timeline (a recording, or a run's timeline JSON) did what the case's
+/// steps say: every `waitFor` reached, a delete (with the same grace override) and a patch for
+/// each such step, in order. Otherwise the verdicts would judge a different experiment. A
+/// `waitFor` whose mark could hide in a gap of the evidence is undecided, not failed.
+pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
+    let (problem, waited) = steps_problem(case, tl)?;
+    let gap = waited.and_then(|r| mark_hidden(case, r, tl));
+    Some(Verdict {
+        index: usize::MAX,
+        kind: "step".into(),
+        outcome: if gap.is_some() {
+            Outcome::Undecided
+        } else {
+            Outcome::Fail
+        },
+        evidence: match gap {
+            Some(g) => format!("{problem}; undecided: {g}"),
+            None => problem,
+        },
+        measured: vec![],
+        marks: vec![],
+    })
+}
+
+/// The first step the timeline contradicts, and the `waitFor` mark if that is the step.
+fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'a MarkRef>)> {
+    use crate::observe::ActionKind;
+    let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
+    let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
+    for (i, s) in case.steps.iter().enumerate() {
+        let problem = match &s.value {
+            Step::WaitFor(w) => {
+                if let Err(why) = mark_occurred(case, &w.until, tl) {
+                    return Some((
+                        format!("steps[{i}] waitFor: the recording never reaches it: {why}"),
+                        Some(&w.until),
+                    ));
+                }
+                None
+            }
+            Step::Delete(d) => match deletes.next() {
+                None => Some(format!("steps[{i}] delete: the recording has no delete")),
+                Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
+                    "steps[{i}] delete: grace override {:?} but the recording used {:?}",
+                    d.grace_period_seconds, a.grace_period_seconds
+                )),
+                Some(_) => None,
+            },
+            Step::Sleep(_) => None,
+            Step::Patch(p) => match patches.next() {
+                None => Some(format!("steps[{i}] patch: the recording has no patch")),
+                Some(a) => {
+                    // A run's timeline keeps the patch body; a different deadline is a different experiment.
+                    let sent = a
+                        .detail
+                        .as_deref()
+                        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                        .and_then(|v| v.pointer("/spec/activeDeadlineSeconds").and_then(|x| x.as_i64()));
+                    match (&p.active_deadline_seconds, sent) {
+                        (Some(want), Some(got)) if want.value != got => Some(format!(
+                            "steps[{i}] patch: activeDeadlineSeconds {} but the recording sent {got}",
+                            want.value
+                        )),
+                        _ => None,
+                    }
+                }
+            },
+        };
+        if let Some(p) = problem {
+            return Some((p, None));
+        }
+    }
+    None
 }

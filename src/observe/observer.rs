@@ -328,6 +328,7 @@ impl Observer {
                 status: c.status.clone(),
                 last_transition_time: c.last_transition_time.as_ref().map(|t| t.0),
                 reason: c.reason.clone(),
+                message: c.message.clone(),
             })
             .collect();
         let mut containers = vec![];

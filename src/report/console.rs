@@ -11,7 +11,13 @@ pub fn verdict_lines(verdicts: &[Verdict]) -> String {
             Outcome::Fail => "FAIL",
             Outcome::Undecided => "UNDECIDED",
         };
-        out.push_str(&format!("  {tag} [{}] {}\n", v.index, v.evidence));
+        // A failed step (index usize::MAX) is not one of the case's expectations.
+        let at = if v.index == usize::MAX {
+            v.kind.clone()
+        } else {
+            v.index.to_string()
+        };
+        out.push_str(&format!("  {tag} [{at}] {}\n", v.evidence));
     }
     out
 }

@@ -140,35 +140,7 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     };
     let tl = rec.timeline();
     // The recording must have done what the steps say, or the verdicts would judge something else.
-    let mut step_failure = None;
-    let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
-    for (i, s) in case.spec.steps.iter().enumerate() {
-        if let Step::WaitFor(w) = &s.value
-            && let Err(why) = judge::mark_occurred(&case.spec, &w.until, &tl)
-        {
-            let evidence = format!("steps[{i}] waitFor: the recording never reaches it: {why}");
-            step_failure = Some(wait_failed(case, &w.until, &tl, evidence));
-            break;
-        }
-        let problem = match &s.value {
-            Step::WaitFor(_) => None,
-            Step::Delete(d) => match deletes.next() {
-                None => Some(format!("steps[{i}] delete: the recording has no delete")),
-                Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
-                    "steps[{i}] delete: grace override {:?} but the recording used {:?}",
-                    d.grace_period_seconds, a.grace_period_seconds
-                )),
-                Some(_) => None,
-            },
-            Step::Sleep(_) => None,
-            Step::Patch(_) => (!tl.actions.iter().any(|a| a.kind == ActionKind::Patch))
-                .then(|| format!("steps[{i}] patch: the recording has no patch")),
-        };
-        if let Some(p) = problem {
-            step_failure = Some(failed_step(p));
-            break;
-        }
-    }
+    let step_failure = judge::steps_verdict(&case.spec, &tl);
     conclude(case, tl, step_failure, started, t0)
 }
 
@@ -340,7 +312,7 @@ async fn observe_case(
                 .await
             }
             Step::Patch(p) => {
-                let patch = p.merge_patch();
+                let patch = case.patch_body(p, &env.images);
                 act(
                     &mut loop_.obs,
                     ActionKind::Patch,

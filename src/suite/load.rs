@@ -81,7 +81,32 @@ impl LoadedCase {
     pub fn images_used(&self, overrides: &BTreeMap<String, String>) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         collect_images(&self.render_pod(overrides), &mut out);
+        // Images a `patch` step switches to must be pre-loaded too.
+        for s in &self.spec.steps {
+            if let Step::Patch(p) = &s.value
+                && let Some(spec) = self.patch_body(p, overrides).get("spec")
+            {
+                collect_images(&serde_json::json!({ "spec": spec }), &mut out);
+            }
+        }
         out
+    }
+
+    /// The strategic merge patch a `patch` step sends, images rendered like the pod's.
+    pub fn patch_body(&self, p: &PatchStep, overrides: &BTreeMap<String, String>) -> serde_json::Value {
+        let mut images = self.images.clone();
+        images.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let init = |name: &str| {
+            self.containers
+                .iter()
+                .any(|c| c.name == name && c.kind != ContainerKind::Regular)
+        };
+        let render = |s: &str| {
+            let mut v = serde_json::Value::String(s.to_string());
+            substitute(&mut v, &images);
+            v.as_str().unwrap_or(s).to_string()
+        };
+        p.strategic_patch(&init, &render)
     }
 
     /// The pod manifest with `${image.NAME}` replaced (overrides win over suite and built-ins).
@@ -450,6 +475,7 @@ fn load_case(
         containers: &names,
         marks: &case.marks,
         all: &containers,
+        each: None,
     };
     for (name, m) in &case.marks {
         refs.mark(m, &format!("{p}.marks.{name}"));
@@ -470,12 +496,7 @@ fn load_case(
                 }
             }
             Step::Sleep(_) => {}
-            Step::Patch(p) => {
-                if p.labels.is_empty() && p.annotations.is_empty() {
-                    refs.ctx
-                        .err(s, format!("{sp}.patch"), "a patch needs `labels` or `annotations`");
-                }
-            }
+            Step::Patch(patch) => check_patch(&mut refs, s, patch, &sp, &pod, images),
         }
     }
     for (i, e) in case.expect.iter().enumerate() {
@@ -503,6 +524,75 @@ fn load_case(
         wait_timeout,
         tags,
     })
+}
+
+/// A `patch` step may only change what the API lets a running pod change (the rest is
+/// rejected by the API server as "pod updates may not change fields other than ...").
+fn check_patch(
+    refs: &mut Refs,
+    at: &Loc<Step>,
+    patch: &PatchStep,
+    sp: &str,
+    pod: &serde_json::Value,
+    images: &BTreeMap<String, String>,
+) {
+    if patch.is_empty() {
+        refs.ctx.err(
+            at,
+            format!("{sp}.patch"),
+            "a patch needs `labels`, `annotations`, `activeDeadlineSeconds` or `containerImages`",
+        );
+    }
+    if let Some(d) = &patch.active_deadline_seconds {
+        let path = format!("{sp}.patch.activeDeadlineSeconds");
+        if d.value < 1 {
+            refs.ctx.err(d, path, format!("must be 1 or more, got {}", d.value));
+        } else if let Some(cur) = pod.pointer("/spec/activeDeadlineSeconds").and_then(|v| v.as_i64())
+            && d.value > cur
+        {
+            // ValidatePodUpdate: activeDeadlineSeconds may be set or lowered, never raised.
+            refs.ctx.err(
+                d,
+                path,
+                format!(
+                    "the API only lets a running pod lower activeDeadlineSeconds; the manifest has {cur}, the patch raises it to {}",
+                    d.value
+                ),
+            );
+        }
+    }
+    for (name, image) in &patch.container_images {
+        let path = format!("{sp}.patch.containerImages.{name}");
+        if !refs.containers.contains(name.as_str()) {
+            let known = refs.all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+            refs.ctx.err(
+                image,
+                path,
+                format!("unknown container `{name}` (the pod has: {known})"),
+            );
+            continue;
+        }
+        if image.value.trim().is_empty() {
+            refs.ctx.err(image, path, "the image is empty");
+            continue;
+        }
+        let mut unknown = BTreeSet::new();
+        find_templates(&serde_json::Value::String(image.value.clone()), images, &mut unknown);
+        if let Some(t) = unknown.into_iter().next() {
+            refs.ctx.err(
+                image,
+                path,
+                format!(
+                    "unknown template `${{{t}}}` (known: {})",
+                    images
+                        .keys()
+                        .map(|k| format!("${{image.{k}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
+        }
+    }
 }
 
 /// Parses `1.29`, `v1.29`, `1.29.3` into (major, minor).
@@ -621,6 +711,8 @@ struct Refs<'a, 'b> {
     containers: &'a BTreeSet<&'a str>,
     all: &'a [ContainerInfo],
     marks: &'a BTreeMap<String, MarkSpec>,
+    /// While checking a gap with `forEachInstance: C`: marks may use `instance: each` on C.
+    each: Option<String>,
 }
 
 impl Refs<'_, '_> {
@@ -635,7 +727,47 @@ impl Refs<'_, '_> {
         }
     }
 
+    /// `instance: each` only means something inside a gap with `forEachInstance` on the same
+    /// container; anywhere else it is an error at the reference.
+    fn check_each(&mut self, m: &MarkRef, path: &str) {
+        let spec = match m {
+            MarkRef::Named(n) => self.marks.get(&n.value).cloned(),
+            MarkRef::Inline(s) => Some((**s).clone()),
+        };
+        let Some(c) = spec.as_ref().and_then(MarkSpec::each_container).map(str::to_string) else {
+            return;
+        };
+        let at = match m {
+            MarkRef::Named(n) => Loc {
+                value: (),
+                line: n.line,
+                col: n.col,
+            },
+            MarkRef::Inline(_) => Loc::new(()),
+        };
+        match &self.each {
+            Some(e) if *e == c => {}
+            Some(e) => self.ctx.err(
+                &at,
+                path,
+                format!(
+                    "mark {} uses `instance: each` on `{c}`, but the gap is for each instance of `{e}`",
+                    m.label()
+                ),
+            ),
+            None => self.ctx.err(
+                &at,
+                path,
+                format!(
+                    "mark {} uses `instance: each`, which only a gap with `forEachInstance: {c}` can bind",
+                    m.label()
+                ),
+            ),
+        }
+    }
+
     fn mark_ref(&mut self, m: &MarkRef, path: &str) {
+        self.check_each(m, path);
         match m {
             MarkRef::Named(n) => {
                 if !self.marks.contains_key(&n.value) && builtin_mark(&n.value).is_none() {
@@ -662,7 +794,11 @@ impl Refs<'_, '_> {
             | MarkSpec::TickStopped(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::ContainerSeen(c) => self.container(&c.container, &format!("{path}.container")),
             MarkSpec::Restarts(r) => self.container(&r.container, &format!("{path}.container")),
-            MarkSpec::Log(l) => self.container(&l.container, &format!("{path}.container")),
+            MarkSpec::Log(l) => {
+                self.container(&l.container, &format!("{path}.container"));
+                self.text(l.regex.is_some(), l.equals.is_some(), &l.container, path);
+            }
+            MarkSpec::Ready(f) | MarkSpec::Started(f) => self.container(&f.container, &format!("{path}.container")),
             MarkSpec::Event(e) => {
                 if let Some(c) = &e.container {
                     self.container(c, &format!("{path}.container"))
@@ -675,6 +811,17 @@ impl Refs<'_, '_> {
                 }
             }
             MarkSpec::Phase(_) | MarkSpec::Condition(_) | MarkSpec::PodGone | MarkSpec::Action(_) => {}
+        }
+    }
+
+    /// Exactly one of `regex` and `equals`.
+    fn text(&mut self, regex: bool, equals: bool, at: &Loc<String>, path: &str) {
+        match (regex, equals) {
+            (true, true) => self.ctx.err(at, path, "give `regex` or `equals`, not both"),
+            (false, false) => self
+                .ctx
+                .err(at, path, "needs `regex` (a pattern) or `equals` (the exact text)"),
+            _ => {}
         }
     }
 
@@ -696,7 +843,14 @@ impl Refs<'_, '_> {
                         "neverStarted contradicts state/exitCode",
                     );
                 }
-                if matches!(c.instance, InstanceSel::Any) {
+                if c.message.is_some() && c.message_equals.is_some() {
+                    self.ctx.err(
+                        &c.name,
+                        format!("{path}.container.messageEquals"),
+                        "give `message` (a regex) or `messageEquals`, not both",
+                    );
+                }
+                if matches!(c.instance, InstanceSel::Any | InstanceSel::Each) {
                     self.ctx.err(
                         &c.name,
                         format!("{path}.container.instance"),
@@ -705,11 +859,19 @@ impl Refs<'_, '_> {
                 }
             }
             Expectation::Condition(c) => {
-                if c.sequence.is_none() && c.last.is_none() && c.never.is_none() {
+                if c.sequence.is_none()
+                    && c.last.is_none()
+                    && c.never.is_none()
+                    && c.reason.is_none()
+                    && c.message.is_none()
+                {
                     self.ctx.err(
                         case_name,
                         format!("{path}.condition"),
-                        format!("condition `{}` needs `sequence`, `last` or `never`", c.r#type),
+                        format!(
+                            "condition `{}` needs `sequence`, `last`, `never`, `reason` or `message`",
+                            c.r#type
+                        ),
                     );
                 }
             }
@@ -723,8 +885,30 @@ impl Refs<'_, '_> {
                 }
             }
             Expectation::Gap(g) => {
+                if let Some(c) = &g.for_each_instance {
+                    self.container(c, &format!("{path}.gap.forEachInstance"));
+                    let uses_each = [&g.from, &g.to].iter().any(|r| {
+                        let spec = match r {
+                            MarkRef::Named(n) => self.marks.get(&n.value).cloned(),
+                            MarkRef::Inline(s) => Some((**s).clone()),
+                        };
+                        spec.as_ref().and_then(MarkSpec::each_container).is_some()
+                    });
+                    if !uses_each {
+                        self.ctx.err(
+                            c,
+                            format!("{path}.gap.forEachInstance"),
+                            format!(
+                                "neither `from` nor `to` uses `instance: each`, so every instance would measure the same gap; give one of them `container: {}, instance: each`",
+                                c.value
+                            ),
+                        );
+                    }
+                    self.each = Some(c.value.clone());
+                }
                 self.mark_ref(&g.from, &format!("{path}.gap.from"));
                 self.mark_ref(&g.to, &format!("{path}.gap.to"));
+                self.each = None;
                 let has_target = g.target.is_some();
                 let has_bounds = g.min.is_some() || g.max.is_some();
                 if !has_target && !has_bounds {
@@ -757,7 +941,22 @@ impl Refs<'_, '_> {
                     self.container(c, &format!("{path}.event.container"));
                 }
             }
-            Expectation::Log(l) => self.container(&l.container, &format!("{path}.log.container")),
+            Expectation::Log(l) => {
+                self.container(&l.container, &format!("{path}.log.container"));
+                self.text(
+                    l.regex.is_some(),
+                    l.equals.is_some(),
+                    &l.container,
+                    &format!("{path}.log"),
+                );
+                if l.instance == InstanceSel::Each {
+                    self.ctx.err(
+                        &l.container,
+                        format!("{path}.log.instance"),
+                        "`each` is for marks of a gap with `forEachInstance`; use `any` or a count",
+                    );
+                }
+            }
             Expectation::Backoff(b) => {
                 self.container(&b.container, &format!("{path}.backoff.container"));
                 match (b.intervals.is_empty(), &b.doubling) {
@@ -808,6 +1007,9 @@ impl Refs<'_, '_> {
             Expectation::QosClass(_) => {}
             Expectation::Never(n) => {
                 self.mark_ref(&n.mark, &format!("{path}.never.mark"));
+                if let Some(a) = &n.after {
+                    self.mark_ref(a, &format!("{path}.never.after"));
+                }
                 if let Some(b) = &n.before {
                     self.mark_ref(b, &format!("{path}.never.before"));
                 }

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::types::{Count, Dur, InstanceSel, Occurrence, Pattern};
+use super::types::{Count, Dur, Exact, InstanceSel, Occurrence, Pattern};
 
 /// A value with the YAML line and column it was read from (1-based; 0 when unknown).
 #[derive(Clone, Debug)]
@@ -158,20 +158,70 @@ pub enum Step {
     Patch(PatchStep),
 }
 
-/// `patch: {labels: {k: v}, annotations: {k: v}}`.
+/// `patch: {labels: {k: v}, annotations: {k: v}, activeDeadlineSeconds: 5, containerImages: {main: ref}}`:
+/// a strategic merge patch of the running pod. Only what the API lets a running pod change is
+/// accepted: metadata labels and annotations, `spec.activeDeadlineSeconds` (set, or lowered) and
+/// the image of a container or init container.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchStep {
+    /// Labels to set (a null value removes the key).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, Option<String>>,
+    /// Annotations to set (a null value removes the key).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, Option<String>>,
+    /// New `spec.activeDeadlineSeconds` (≥ 1; the API accepts setting it or lowering it, never
+    /// raising it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<Loc<i64>>,
+    /// New images by container name (`main: ${image.busybox}`); templates as in manifests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub container_images: BTreeMap<String, Loc<String>>,
 }
 
 impl PatchStep {
-    /// The JSON merge patch for the pod.
-    pub fn merge_patch(&self) -> serde_json::Value {
-        serde_json::json!({"metadata": {"labels": self.labels, "annotations": self.annotations}})
+    /// True when the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+            && self.annotations.is_empty()
+            && self.active_deadline_seconds.is_none()
+            && self.container_images.is_empty()
+    }
+
+    /// The strategic merge patch for the pod: maps merge key by key (null removes), and
+    /// containers merge by name, so only the named containers' images change. `init` says which
+    /// container names are init containers (they live in `spec.initContainers`); `render`
+    /// resolves `${image.NAME}` templates.
+    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool, render: &dyn Fn(&str) -> String) -> serde_json::Value {
+        let mut patch = serde_json::Map::new();
+        let mut meta = serde_json::Map::new();
+        if !self.labels.is_empty() {
+            meta.insert("labels".into(), serde_json::json!(self.labels));
+        }
+        if !self.annotations.is_empty() {
+            meta.insert("annotations".into(), serde_json::json!(self.annotations));
+        }
+        if !meta.is_empty() {
+            patch.insert("metadata".into(), meta.into());
+        }
+        let mut spec = serde_json::Map::new();
+        if let Some(d) = &self.active_deadline_seconds {
+            spec.insert("activeDeadlineSeconds".into(), d.value.into());
+        }
+        for (name, image) in &self.container_images {
+            let key = if init(name) { "initContainers" } else { "containers" };
+            let list = spec
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Array(vec![]))
+                .as_array_mut()
+                .expect("a list");
+            list.push(serde_json::json!({"name": name, "image": render(&image.value)}));
+        }
+        if !spec.is_empty() {
+            patch.insert("spec".into(), spec.into());
+        }
+        patch.into()
     }
 }
 
@@ -307,6 +357,11 @@ pub enum MarkSpec {
     PodGone,
     /// One of podlife's own actions (harness clock).
     Action(ActionMark),
+    /// A container's `ready` status flag becoming a value (harness receive time).
+    Ready(FlagMark),
+    /// A container's `started` status flag (startup probe passed; not `startedAt`) becoming a
+    /// value (harness receive time).
+    Started(FlagMark),
 }
 
 impl MarkSpec {
@@ -327,7 +382,25 @@ impl MarkSpec {
             MarkSpec::Status(_) => "status",
             MarkSpec::PodGone => "podGone",
             MarkSpec::Action(_) => "action",
+            MarkSpec::Ready(_) => "ready",
+            MarkSpec::Started(_) => "started",
         }
+    }
+}
+
+impl MarkSpec {
+    /// The container whose instances `instance: each` ranges over, if the mark uses `each`.
+    pub fn each_container(&self) -> Option<&str> {
+        let (c, i) = match self {
+            MarkSpec::ContainerStarted(c)
+            | MarkSpec::ContainerTerminated(c)
+            | MarkSpec::FirstLogLine(c)
+            | MarkSpec::LastLogLine(c) => (&c.container, c.instance),
+            MarkSpec::ContainerSeen(c) => (&c.container, c.instance),
+            MarkSpec::Log(l) => (&l.container, l.instance),
+            _ => return None,
+        };
+        (i == InstanceSel::Each).then_some(c.as_str())
     }
 }
 
@@ -338,7 +411,14 @@ impl fmt::Display for MarkSpec {
             MarkSpec::ContainerTerminated(c) => write!(f, "{}{} terminated", c.container, c.instance),
             MarkSpec::ContainerSeen(c) => write!(f, "{}{} seen {}", c.container, c.instance, c.state),
             MarkSpec::Restarts(r) => write!(f, "{} restartCount {}", r.container, r.count),
-            MarkSpec::Log(l) => write!(f, "{} log line {} {}{}", l.occurrence, l.regex, l.container, l.instance),
+            MarkSpec::Log(l) => write!(
+                f,
+                "{} log line {} {}{}",
+                l.occurrence,
+                l.text(),
+                l.container,
+                l.instance
+            ),
             MarkSpec::FirstLogLine(c) => write!(f, "first log line of {}{}", c.container, c.instance),
             MarkSpec::LastLogLine(c) => write!(f, "last log line of {}{}", c.container, c.instance),
             MarkSpec::TickStopped(c) => write!(f, "tick loop of {}{} stopped", c.container, c.instance),
@@ -353,10 +433,21 @@ impl fmt::Display for MarkSpec {
                 Ok(())
             }
             MarkSpec::Phase(p) => write!(f, "phase {p:?}"),
-            MarkSpec::Condition(c) => write!(f, "{}={:?}", c.r#type, c.status),
+            MarkSpec::Condition(c) => {
+                write!(f, "{}={:?}", c.r#type, c.status)?;
+                if let Some(r) = &c.reason {
+                    write!(f, " reason {r}")?;
+                }
+                if let Some(m) = &c.message {
+                    write!(f, " message {m}")?;
+                }
+                Ok(())
+            }
             MarkSpec::Status(st) => write!(f, "{} STATUS {}", st.occurrence, st.is),
             MarkSpec::PodGone => f.write_str("pod gone"),
             MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
+            MarkSpec::Ready(r) => write!(f, "{} {} ready={}", r.occurrence, r.container, r.value),
+            MarkSpec::Started(r) => write!(f, "{} {} started={}", r.occurrence, r.container, r.value),
         }
     }
 }
@@ -408,16 +499,73 @@ pub struct RestartsMark {
     pub count: u32,
 }
 
+/// `ready: {container: main, value: false, occurrence: 2}`: the n-th time the flag is observed
+/// turning to `value` (its first observed value counts as a turn).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FlagMark {
+    pub container: Loc<String>,
+    /// Default true.
+    #[serde(default = "yes")]
+    pub value: bool,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
+fn yes() -> bool {
+    true
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogMark {
     pub container: Loc<String>,
-    pub regex: Pattern,
+    /// The line matches this regex (give `regex` or `equals`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<Pattern>,
+    /// The line is exactly this text (templates such as `${pod.name}` allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Exact>,
     /// Default: any instance.
     #[serde(default)]
     pub instance: InstanceSel,
     #[serde(default)]
     pub occurrence: Occurrence,
+}
+
+impl LogMark {
+    pub fn text(&self) -> TextMatch<'_> {
+        TextMatch::of(self.regex.as_ref(), self.equals.as_ref())
+    }
+}
+
+/// How a text is matched: a regex, or exact equality.
+#[derive(Clone, Copy, Debug)]
+pub enum TextMatch<'a> {
+    Regex(&'a Pattern),
+    Equals(&'a Exact),
+    /// Neither given (validation rejects it).
+    Missing,
+}
+
+impl<'a> TextMatch<'a> {
+    pub fn of(regex: Option<&'a Pattern>, equals: Option<&'a Exact>) -> Self {
+        match (regex, equals) {
+            (Some(r), _) => TextMatch::Regex(r),
+            (None, Some(e)) => TextMatch::Equals(e),
+            (None, None) => TextMatch::Missing,
+        }
+    }
+}
+
+impl fmt::Display for TextMatch<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TextMatch::Regex(r) => r.fmt(f),
+            TextMatch::Equals(e) => e.fmt(f),
+            TextMatch::Missing => f.write_str("(no text)"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -496,6 +644,12 @@ pub struct ConditionMark {
     /// Condition type: PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady, Ready, ...
     pub r#type: String,
     pub status: CondStatus,
+    /// The condition's reason must also be this (e.g. `PodCompleted`, `ContainersNotReady`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The condition's message must also match this regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
     #[serde(default)]
     pub occurrence: Occurrence,
 }
@@ -661,6 +815,15 @@ pub struct ContainerExpect {
     /// terminationMessagePath, or the log tail with FallbackToLogsOnError) must match.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Pattern>,
+    /// The termination message must be exactly this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_equals: Option<Exact>,
+    /// The final `ready` flag of the container's status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready: Option<bool>,
+    /// The final `started` flag of the container's status (startup probe passed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<bool>,
     /// Waiting reasons that must have been seen at some point (e.g. CrashLoopBackOff).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_reasons_seen: Vec<String>,
@@ -686,6 +849,12 @@ pub struct ConditionExpect {
     /// A transition that must never be observed, e.g. `[True, False]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub never: Option<[CondStatus; 2]>,
+    /// The final reason of the condition (e.g. `PodCompleted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The final message of the condition must match this regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Pattern>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -693,6 +862,10 @@ pub struct ConditionExpect {
 pub struct GapExpect {
     pub from: MarkRef,
     pub to: MarkRef,
+    /// Judge the gap once per instance of this container: marks with `instance: each` take
+    /// each instance in turn (`from` and `to` of the same instance).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each_instance: Option<Loc<String>>,
     /// Expected gap; use with `tolerance`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<Dur>,
@@ -724,12 +897,23 @@ pub struct EventExpect {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LogExpect {
     pub container: Loc<String>,
-    pub regex: Pattern,
+    /// Lines matching this regex (give `regex` or `equals`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<Pattern>,
+    /// Lines exactly equal to this text (templates such as `${pod.name}` allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Exact>,
     #[serde(default)]
     pub instance: InstanceSel,
     /// Matching lines; default at least 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Count>,
+}
+
+impl LogExpect {
+    pub fn text(&self) -> TextMatch<'_> {
+        TextMatch::of(self.regex.as_ref(), self.equals.as_ref())
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -798,6 +982,9 @@ fn two() -> f64 {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NeverExpect {
     pub mark: MarkRef,
+    /// Only forbidden after this mark (which must occur); with `before`, between the two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<MarkRef>,
     /// Only forbidden before this mark (which must occur).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<MarkRef>,

@@ -106,32 +106,104 @@ pub const TEMPLATE_VARS: &[&str] = &[
     "host.ip",
 ];
 
+/// Checks the template variables of `source` and returns it with each replaced by `x`.
+fn check_templates(source: &str) -> Result<String, String> {
+    let mut probe = String::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("${") {
+        probe.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("unterminated template variable in \"{source}\""));
+        };
+        let name = &after[..end];
+        if !TEMPLATE_VARS.contains(&name) {
+            return Err(format!(
+                "unknown template variable `${{{name}}}` (known: {})",
+                TEMPLATE_VARS
+                    .iter()
+                    .map(|v| format!("${{{v}}}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        probe.push('x');
+        rest = &after[end + 1..];
+    }
+    probe.push_str(rest);
+    Ok(probe)
+}
+
+/// Replaces template variables by their observed values, each passed through `escape`.
+fn expand_templates(
+    source: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    escape: fn(&str) -> String,
+) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after.find('}').ok_or("unterminated template variable")?;
+        let name = &after[..end];
+        let value = lookup(name).ok_or_else(|| format!("template variable `${{{name}}}` has no observed value"))?;
+        out.push_str(&escape(&value));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// An exact text (a log line, a termination message). Template variables (`${pod.name}`, ...)
+/// are checked at load time and substituted, unescaped, when judging.
+#[derive(Clone, Debug)]
+pub struct Exact {
+    pub source: String,
+}
+
+impl Exact {
+    pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+        expand_templates(&self.source, lookup, str::to_string)
+    }
+}
+
+impl<'de> Deserialize<'de> for Exact {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let source = String::deserialize(d)?;
+        check_templates(&source).map_err(de::Error::custom)?;
+        Ok(Exact { source })
+    }
+}
+
+impl Serialize for Exact {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.source)
+    }
+}
+
+impl JsonSchema for Exact {
+    fn schema_name() -> Cow<'static, str> {
+        "ExactText".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "description": "An exact text. May use ${pod.name}, ${pod.namespace}, ${pod.uid}, ${pod.ip}, ${pod.serviceAccountName}, ${node.name}, ${host.ip}."
+        })
+    }
+}
+
+impl fmt::Display for Exact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.source)
+    }
+}
+
 impl Pattern {
     /// Checks the template variables and the regex syntax (variables replaced by a literal).
     pub fn check(source: &str) -> Result<(), String> {
-        let mut probe = String::new();
-        let mut rest = source;
-        while let Some(start) = rest.find("${") {
-            probe.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else {
-                return Err(format!("unterminated template variable in \"{source}\""));
-            };
-            let name = &after[..end];
-            if !TEMPLATE_VARS.contains(&name) {
-                return Err(format!(
-                    "unknown template variable `${{{name}}}` (known: {})",
-                    TEMPLATE_VARS
-                        .iter()
-                        .map(|v| format!("${{{v}}}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            probe.push('x');
-            rest = &after[end + 1..];
-        }
-        probe.push_str(rest);
+        let probe = check_templates(source)?;
         regex::Regex::new(&probe)
             .map(|_| ())
             .map_err(|e| format!("invalid regex \"{source}\": {}", regex_reason(&e)))
@@ -139,18 +211,7 @@ impl Pattern {
 
     /// Substitutes template variables (values regex-escaped) and compiles.
     pub fn compile(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<regex::Regex, String> {
-        let mut out = String::new();
-        let mut rest = self.source.as_str();
-        while let Some(start) = rest.find("${") {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let end = after.find('}').ok_or("unterminated template variable")?;
-            let name = &after[..end];
-            let value = lookup(name).ok_or_else(|| format!("template variable `${{{name}}}` has no observed value"))?;
-            out.push_str(&regex::escape(&value));
-            rest = &after[end + 1..];
-        }
-        out.push_str(rest);
+        let out = expand_templates(&self.source, lookup, regex::escape)?;
         regex::Regex::new(&out).map_err(|e| one_line(&e.to_string()))
     }
 
@@ -323,13 +384,15 @@ impl<'de> Deserialize<'de> for Count {
 }
 
 /// Which container instance (0 = first run, 1 = after the first restart, ...): a number,
-/// `first`, `last` (default for most selectors) or `any`.
+/// `first`, `last` (default for most selectors), `any`, or `each` (in a mark used by a gap with
+/// `forEachInstance`: every instance in turn).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum InstanceSel {
     Nth(u32),
     #[default]
     Any,
     Last,
+    Each,
 }
 
 impl fmt::Display for InstanceSel {
@@ -338,6 +401,7 @@ impl fmt::Display for InstanceSel {
             InstanceSel::Nth(n) => write!(f, "#{n}"),
             InstanceSel::Any => f.write_str(" (any instance)"),
             InstanceSel::Last => f.write_str(" (last instance)"),
+            InstanceSel::Each => f.write_str(" (each instance)"),
         }
     }
 }
@@ -365,8 +429,9 @@ impl<'de> Deserialize<'de> for InstanceSel {
                     "first" => Ok(InstanceSel::Nth(0)),
                     "last" => Ok(InstanceSel::Last),
                     "any" => Ok(InstanceSel::Any),
+                    "each" => Ok(InstanceSel::Each),
                     _ => Err(E::custom(format!(
-                        "invalid instance \"{s}\": use a number, `first`, `last` or `any`"
+                        "invalid instance \"{s}\": use a number, `first`, `last`, `any` or `each`"
                     ))),
                 }
             }
@@ -381,6 +446,7 @@ impl Serialize for InstanceSel {
             InstanceSel::Nth(n) => s.serialize_u32(*n),
             InstanceSel::Any => s.serialize_str("any"),
             InstanceSel::Last => s.serialize_str("last"),
+            InstanceSel::Each => s.serialize_str("each"),
         }
     }
 }
@@ -391,8 +457,8 @@ impl JsonSchema for InstanceSel {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
-            "description": "Container instance: 0 = first run, n = after the n-th restart; or first/last/any.",
-            "anyOf": [{"type": "integer", "minimum": 0}, {"enum": ["first", "last", "any"]}]
+            "description": "Container instance: 0 = first run, n = after the n-th restart; or first/last/any; `each` in marks of a gap with forEachInstance.",
+            "anyOf": [{"type": "integer", "minimum": 0}, {"enum": ["first", "last", "any", "each"]}]
         })
     }
 }

@@ -164,6 +164,8 @@ pub struct FakeState {
     pub delete_graces: Vec<Option<i64>>,
     /// Merge patches sent to pods.
     pub merge_patches: Vec<Value>,
+    /// Their content types (strategic or JSON merge patch).
+    pub patch_content_types: Vec<String>,
     /// Pods as applied (after podlife's rendering), by name.
     pub applied: BTreeMap<String, Value>,
     /// Labels of created namespaces.
@@ -455,7 +457,10 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         }
         ("GET", ["api", "v1", "namespaces"]) => namespaces(&st, &q, watch).await,
         ("PATCH", ["api", "v1", "namespaces", _, "pods", _]) if content_type.contains("merge-patch") => {
-            st.lock().unwrap().merge_patches.push(body.clone());
+            let mut s = st.lock().unwrap();
+            s.merge_patches.push(body.clone());
+            s.patch_content_types.push(content_type.to_string());
+            drop(s);
             json_resp(
                 200,
                 json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": seg[5]}}),
