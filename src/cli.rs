@@ -38,6 +38,8 @@ pub enum Command {
     Images(ImagesArgs),
     /// Compare two runs (report folders): verdict regressions, timing changes, fingerprints.
     Diff(DiffArgs),
+    /// Re-judge a finished run (folder or bundle) with the current suites, without a cluster.
+    Rejudge(RejudgeArgs),
     /// Print the timeline built from a recording folder (JSON).
     Timeline {
         /// A recording folder.
@@ -73,9 +75,17 @@ pub struct RunArgs {
     /// Keep the namespaces of failed cases for debugging (`never` or `on-failure`).
     #[arg(long, value_enum, default_value_t = KeepNamespaces::Never)]
     pub keep_namespaces: KeepNamespaces,
-    /// Replay each case from DIR/<case-name>/ (a recording) instead of a live cluster.
-    #[arg(long, value_name = "DIR")]
+    /// Replay instead of a live cluster: a run folder (reports/<runid>) or its bundle
+    /// (reports/<runid>.tar.gz) reproduces that run; a folder of recordings replays DIR/<case>/.
+    #[arg(long, value_name = "DIR|BUNDLE")]
     pub replay: Option<PathBuf>,
+    /// Record every case's raw inputs under reports/<runid>/recordings/ and write the bundle
+    /// reports/<runid>.tar.gz (the default).
+    #[arg(long, overrides_with = "no_record")]
+    pub record: bool,
+    /// Do not record or bundle.
+    #[arg(long)]
+    pub no_record: bool,
     /// Where reports go: <DIR>/<runid>/.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub reports: PathBuf,
@@ -127,9 +137,36 @@ pub struct RunArgs {
     /// Run every case's pod with this RuntimeClass (runc, crun, gVisor, Kata ...).
     #[arg(long, value_name = "NAME")]
     pub runtime_class: Option<String>,
-    /// Suite files or directories.
+    /// Suite files or directories (default: suites/; with --replay of a run folder or bundle
+    /// that holds its suites, those).
+    #[arg(long = "suites")]
+    pub suites: Vec<PathBuf>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct RejudgeArgs {
+    /// The finished run: a report folder (reports/<runid>) or its bundle (.tar.gz).
+    pub run: PathBuf,
+    /// The suites to judge with (default: suites/, the current ones).
     #[arg(long = "suites", default_value = "suites")]
     pub suites: Vec<PathBuf>,
+    /// Where the re-judged reports go: <DIR>/<new runid>/.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub reports: PathBuf,
+    /// Also write the JUnit XML here.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
+    /// Less console output.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loader {
+    /// `kind load docker-image` (after `docker pull`).
+    Kind,
+    /// `k3s ctr images import` of a `docker save`.
+    K3s,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +194,9 @@ pub struct ImagesArgs {
     pub images: Vec<(String, String)>,
     #[arg(long = "suites", default_value = "suites")]
     pub suites: Vec<PathBuf>,
+    /// Print shell lines that pre-load the images into a kind or k3s node instead of the names.
+    #[arg(long, value_enum)]
+    pub load: Option<Loader>,
 }
 
 fn parse_image(s: &str) -> Result<(String, String), String> {
@@ -245,6 +285,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run_cmd(*args),
         Command::Images(args) => images_cmd(args),
         Command::Diff(args) => diff_cmd(args),
+        Command::Rejudge(args) => rejudge_cmd(args),
         Command::Timeline { source } => match load_timeline(&source) {
             Ok(tl) => {
                 println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
@@ -433,7 +474,29 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     }
 }
 
-fn run_cmd(args: RunArgs) -> ExitCode {
+fn run_cmd(mut args: RunArgs) -> ExitCode {
+    // A bundle is unpacked into a temporary folder that lives (and is removed) with this call.
+    let extracted = match args.replay.as_deref().map(crate::run::bundle::open) {
+        Some(Ok(x)) => x,
+        Some(Err(e)) => {
+            eprintln!("error: --replay {e}");
+            return ExitCode::from(2);
+        }
+        None => None,
+    };
+    if let Some(x) = &extracted {
+        args.replay = Some(x.dir.clone());
+    }
+    if args.suites.is_empty() {
+        // Reproducing a run means judging with the suites it ran, when it kept them.
+        args.suites = match &args.replay {
+            Some(dir) if crate::run::is_run_folder(dir) && dir.join("suites").is_dir() => {
+                eprintln!("replaying with the run's own suites: {}", dir.join("suites").display());
+                vec![dir.join("suites")]
+            }
+            _ => vec![PathBuf::from("suites")],
+        };
+    }
     let suites = match load_or_report(&args.suites) {
         Ok(s) => s,
         Err(c) => return c,
@@ -486,6 +549,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
             runtime_class: args.runtime_class,
         },
         panic_in_case: None,
+        record: !args.no_record,
     };
     // libtest-mimic panics on a logfile it cannot create: check it here and say so instead.
     if let Some(p) = &opts.logfile {
@@ -518,6 +582,7 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
+    let bundle = opts.record && opts.replay.is_none();
     let mut outcome = match crate::run::run(opts, suites) {
         Ok(o) => o,
         Err(code) => return code,
@@ -531,12 +596,154 @@ fn run_cmd(args: RunArgs) -> ExitCode {
         },
         &mut outcome.summary,
     );
+    if bundle && published.is_ok() {
+        write_bundle(&outcome.report_dir, quiet);
+    }
+    drop(extracted);
     match published {
         // A run whose reports are missing has certified nothing anyone can read (the error,
         // naming the path, is printed already).
         Err(_) => ExitCode::from(2),
         Ok(()) => outcome.exit_code(),
     }
+}
+
+/// The shareable archive of a recorded run; a failure to write it is a warning (the run folder
+/// holds the same files).
+fn write_bundle(run_dir: &std::path::Path, quiet: bool) {
+    match crate::run::bundle::write(run_dir) {
+        Ok(p) if !quiet => println!("bundle: {} (replay: podlife run --replay {0})", p.display()),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: writing the bundle of {}: {e}", run_dir.display()),
+    }
+}
+
+/// `rejudge`: replays a finished run's recordings (or judges its timelines) with the current
+/// suites into a new report folder, then shows what changed against the original.
+fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
+    let extracted = match crate::run::bundle::open(&args.run) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = extracted.as_ref().map_or(args.run.clone(), |x| x.dir.clone());
+    let original = match std::fs::read_to_string(dir.join("summary.json"))
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str::<crate::results::RunSummary>(&t).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {}: not a finished run (summary.json: {e})", args.run.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut suites = match load_or_report(&args.suites) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    // The run's own cases, judged with the current suites; a case the suites no longer have is said.
+    let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.full_name()).collect();
+    let known: std::collections::BTreeSet<String> =
+        suites.iter().flat_map(|s| &s.cases).map(|c| c.full_name()).collect();
+    for gone in ran.difference(&known) {
+        eprintln!(
+            "note: {gone} ran in {} but is not in the current suites: not re-judged",
+            original.run_id
+        );
+    }
+    for s in &mut suites {
+        s.cases.retain(|c| ran.contains(&c.full_name()));
+    }
+    suites.retain(|s| !s.cases.is_empty());
+    if suites.is_empty() {
+        eprintln!(
+            "error: none of the cases of run {} is in {}: nothing to re-judge",
+            original.run_id,
+            args.suites
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return ExitCode::from(2);
+    }
+    let opts = crate::run::RunOptions {
+        filter: None,
+        exact: false,
+        skip: vec![],
+        test_threads: 4,
+        list: false,
+        ignored: false,
+        include_ignored: false,
+        retries: 0,
+        keep_on_failure: false,
+        replay: Some(dir.clone()),
+        reports_dir: args.reports,
+        junit: args.junit.clone(),
+        images: Default::default(),
+        connect: Default::default(),
+        cleanup_timeout: std::time::Duration::from_secs(60),
+        settle: std::time::Duration::from_secs(3),
+        quiet: true,
+        logfile: None,
+        cancel: None,
+        repeat: original.repeat,
+        certify: false,
+        upstream_applicable: suite::upstream::upstream_applicable(&args.suites),
+        target: Default::default(),
+        // Unused by a replay (no request is sent); the run defaults.
+        request_timeout: std::time::Duration::from_secs(30),
+        api_outage_budget: std::time::Duration::from_secs(120),
+        panic_in_case: None,
+        record: false,
+    };
+    let mut outcome = match crate::run::run(opts, suites) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let published = crate::report::publish(
+        crate::report::PublishOptions {
+            dir: &outcome.report_dir,
+            junit: args.junit.as_deref(),
+            quiet: args.quiet,
+            certify: false,
+        },
+        &mut outcome.summary,
+    );
+    if published.is_err() {
+        return ExitCode::from(2);
+    }
+    // The same defaults as `podlife diff`: the streams are the same, so timings move only
+    // where a changed expectation measures something else.
+    let d = crate::report::diff::diff(
+        &original,
+        &outcome.summary,
+        crate::report::diff::Threshold::Percent(20.0),
+        0.1,
+    );
+    println!(
+        "re-judged run {} with {}: {} passed, {} failed, {} errors, {} ignored; against the original:",
+        original.run_id,
+        args.suites
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        outcome.summary.passed + outcome.summary.flaky,
+        outcome.summary.failed,
+        outcome.summary.errors,
+        outcome.summary.ignored
+    );
+    print!("{}", crate::report::diff::render_table(&d));
+    println!(
+        "compare in full: podlife diff {} {}",
+        args.run.display(),
+        outcome.report_dir.display()
+    );
+    drop(extracted);
+    outcome.exit_code()
 }
 
 /// Checks the report folder can be created and the `--junit` file opened for writing (without
@@ -579,15 +786,33 @@ fn images_cmd(args: ImagesArgs) -> ExitCode {
         }
     }
     for i in all {
-        println!("{i}");
+        match args.load {
+            None => println!("{i}"),
+            // kind loads from the local docker daemon, so the image is pulled there first.
+            Some(Loader::Kind) => println!("docker pull {i} && kind load docker-image {i}"),
+            Some(Loader::K3s) => println!("docker pull {i} && docker save {i} | sudo k3s ctr images import -"),
+        }
     }
     ExitCode::SUCCESS
 }
 
 fn diff_cmd(args: DiffArgs) -> ExitCode {
     use crate::report::diff;
+    // Bundles are read in place of their run folder (unpacked for the duration of the call).
+    let (xb, xa) = match (
+        crate::run::bundle::open(&args.before),
+        crate::run::bundle::open(&args.after),
+    ) {
+        (Ok(b), Ok(a)) => (b, a),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let before_dir = xb.as_ref().map_or(args.before.clone(), |x| x.dir.clone());
+    let after_dir = xa.as_ref().map_or(args.after.clone(), |x| x.dir.clone());
     let load = |p: &std::path::Path| diff::load_summary(p);
-    let (before, after) = match (load(&args.before), load(&args.after)) {
+    let (before, after) = match (load(&before_dir), load(&after_dir)) {
         (Ok((_, b)), Ok((_, a))) => (b, a),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("error: {e}");

@@ -49,6 +49,7 @@ fn opts(reports: &Path) -> RunOptions {
         upstream_applicable: vec![],
         target: Default::default(),
         panic_in_case: None,
+        record: false,
     }
 }
 

@@ -7,7 +7,7 @@ pub mod timeline;
 
 pub use observer::{
     Input, MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, NewInstance, Observer,
-    TRUNCATED_MARKER, WatchKind, cap_line,
+    TRUNCATED_MARKER, Tap, WatchKind, cap_line,
 };
 pub use recording::Recording;
 pub use status::{PodRow, pod_row};

@@ -111,6 +111,18 @@ pub struct Observer {
     new_instances: Vec<NewInstance>,
     /// Kept lines and bytes per (container, instance), for the caps.
     kept: HashMap<(String, u32), (usize, usize)>,
+    /// Sees every input before the observer does, in push order (the run recorder).
+    tap: Option<Tap>,
+}
+
+/// A callback that sees every input pushed to an `Observer`, in order: the live runner uses it
+/// to record exactly what the observer was fed, so a replay rebuilds the same timeline.
+pub struct Tap(pub Box<dyn FnMut(&Input) + Send>);
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
 }
 
 /// Longest log line kept (bytes of text after the timestamp); longer lines are cut at a
@@ -165,6 +177,11 @@ impl Observer {
         self.tl
     }
 
+    /// Calls `tap` with every input from now on, before the observer handles it.
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
+    }
+
     /// Instances discovered since the last call (for log following).
     pub fn take_new_instances(&mut self) -> Vec<NewInstance> {
         std::mem::take(&mut self.new_instances)
@@ -176,6 +193,9 @@ impl Observer {
     }
 
     pub fn push(&mut self, input: Input) {
+        if let Some(Tap(tap)) = &mut self.tap {
+            tap(&input);
+        }
         match input {
             Input::Pod { received, kind, pod } => self.pod(received, kind, &pod),
             Input::Event { received, kind, event } => self.event(received, kind, &event),

@@ -6,6 +6,12 @@
 //! as JSON: `{"source": "events", "from": ..., "to": ..., "reason": ...}`), and an absent
 //! `events.watch.jsonl` means events were never available (an empty file means none happened).
 //! An absent `logs/` is not a gap: a container that never started has no log.
+//!
+//! Recordings written by `podlife run` (see `run::record`) open `actions.jsonl` with a
+//! `{"action":"recording"}` header, number every input with `seq` (the order the live observer
+//! saw them, which a replay follows exactly), keep log lines per instance in
+//! `logs/<container>.<instance>.jsonl` with their receive times, note how the attempt ended, and
+//! close with `{"action":"recording-complete","inputs":N}`: a recording without it is refused.
 
 use std::path::{Path, PathBuf};
 
@@ -35,10 +41,32 @@ pub struct Recording {
     pub inputs: Vec<Input>,
     /// The pod manifest the recording was made with, if present.
     pub manifest: Option<serde_json::Value>,
+    /// How a recorded live attempt ended, beyond its streams (podlife-made recordings only).
+    pub outcome: RecordedOutcome,
+}
+
+/// Facts of a live attempt that its streams cannot show: written by `podlife run` into
+/// `actions.jsonl`, replayed as they were.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedOutcome {
+    /// Made by `podlife run` (header line present).
+    pub podlife: bool,
+    /// The harness error that ended the attempt.
+    pub error: Option<String>,
+    /// The attempt was stopped by Ctrl-C.
+    pub interrupted: bool,
+    /// The evidence of the step that failed (e.g. a `waitFor` that timed out live).
+    pub step_failure: Option<String>,
+    /// That step's verdict as JSON (a `judge::Verdict`; observe does not depend on judge).
+    pub step_verdict: Option<serde_json::Value>,
+    /// The pod the live observer watched (events of other objects are ignored, as live).
+    pub pod: Option<String>,
 }
 
 #[derive(Deserialize)]
 struct WatchLine {
+    #[serde(default)]
+    seq: Option<u64>,
     received: Timestamp,
     event: WatchEvent,
 }
@@ -60,40 +88,59 @@ impl Recording {
         if !pods_path.is_file() {
             return Err(bad(dir, "not a recording folder: pods.watch.jsonl is missing"));
         }
-        let mut inputs = vec![];
-        for (received, kind, obj, path, n) in read_watch(&pods_path)? {
+        let header = read_header(&dir.join("actions.jsonl"))?;
+        // (seq, input): seq is set on every input of a podlife-made recording.
+        let mut inputs: Vec<Numbered> = vec![];
+        for (seq, received, kind, obj, path, n) in read_watch(&pods_path)? {
             let pod = serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not a Pod: {e}")))?;
-            inputs.push(Input::Pod {
-                received,
-                kind,
-                pod: Box::new(pod),
-            });
+            inputs.push((
+                seq,
+                Input::Pod {
+                    received,
+                    kind,
+                    pod: Box::new(pod),
+                },
+            ));
         }
         let events_path = dir.join("events.watch.jsonl");
         if events_path.is_file() {
-            for (received, kind, obj, path, n) in read_watch(&events_path)? {
+            for (seq, received, kind, obj, path, n) in read_watch(&events_path)? {
                 let event =
                     serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not an Event: {e}")))?;
-                inputs.push(Input::Event {
-                    received,
-                    kind,
-                    event: Box::new(event),
-                });
+                inputs.push((
+                    seq,
+                    Input::Event {
+                        received,
+                        kind,
+                        event: Box::new(event),
+                    },
+                ));
             }
         } else {
-            inputs.push(Input::Gap(Gap {
-                source: EvidenceSource::Events,
-                from: None,
-                to: None,
-                clock: Default::default(),
-                reason: "the recording has no events.watch.jsonl".into(),
-            }));
+            inputs.push((
+                None,
+                Input::Gap(Gap {
+                    source: EvidenceSource::Events,
+                    from: None,
+                    to: None,
+                    clock: Default::default(),
+                    reason: "the recording has no events.watch.jsonl".into(),
+                }),
+            ));
         }
         inputs.extend(read_gaps(&dir.join("gaps.jsonl"))?);
-        inputs.extend(read_actions(&dir.join("actions.jsonl"))?);
+        let (actions, outcome) = read_actions(&dir.join("actions.jsonl"))?;
+        inputs.extend(actions);
         inputs.extend(read_logs(dir)?);
-        // Stable sort: inputs without a receive time (log file copies) keep their file order at the end.
-        inputs.sort_by_key(|i| (i.order_key().is_none(), i.order_key()));
+        let inputs = if header {
+            order_by_seq(dir, inputs, &outcome)?
+        } else {
+            let mut inputs: Vec<Input> = inputs.into_iter().map(|(_, i)| i).collect();
+            // Stable sort: inputs without a receive time (log file copies) keep their file order at the end.
+            inputs.sort_by_key(|i| (i.order_key().is_none(), i.order_key()));
+            inputs
+        };
+        let outcome = outcome.outcome;
         let manifest = match std::fs::read_to_string(dir.join("manifest.yaml")) {
             Ok(text) => Some(
                 crate::suite::load::parse_yaml::<serde_json::Value>(
@@ -108,12 +155,16 @@ impl Recording {
             dir: dir.to_path_buf(),
             inputs,
             manifest,
+            outcome,
         })
     }
 
     /// Feeds every input through an `Observer` and returns the complete timeline.
     pub fn timeline(&self) -> Timeline {
-        let mut obs = Observer::new(None, &format!("recording:{}", self.dir.display()));
+        let mut obs = Observer::new(
+            self.outcome.pod.as_deref(),
+            &format!("recording:{}", self.dir.display()),
+        );
         for i in &self.inputs {
             obs.push(i.clone());
         }
@@ -121,7 +172,77 @@ impl Recording {
     }
 }
 
-type WatchRow = (Timestamp, WatchKind, serde_json::Value, PathBuf, usize);
+/// An input with its `seq` (set in podlife-made recordings).
+type Numbered = (Option<u64>, Input);
+
+type WatchRow = (Option<u64>, Timestamp, WatchKind, serde_json::Value, PathBuf, usize);
+
+/// Whether `actions.jsonl` opens with podlife's recording header (checking its format).
+fn read_header(path: &Path) -> Result<bool, RecordingError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(false);
+    };
+    let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else {
+        return Ok(false);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(first) else {
+        return Ok(false);
+    };
+    if v.get("action").and_then(|a| a.as_str()) != Some("recording") {
+        return Ok(false);
+    }
+    match v.get("format").and_then(|f| f.as_u64()) {
+        Some(1) => Ok(true),
+        f => Err(bad(
+            path,
+            format!(
+                "line 1: recording format {} is not supported by this podlife (reads format 1)",
+                f.map_or("(missing)".to_string(), |f| f.to_string())
+            ),
+        )),
+    }
+}
+
+/// Orders a podlife-made recording's inputs exactly as the live observer received them, after
+/// checking it is whole: every input numbered once, and as many as the closing line says.
+fn order_by_seq(dir: &Path, inputs: Vec<Numbered>, actions: &ActionsRead) -> Result<Vec<Input>, RecordingError> {
+    let actions_path = dir.join("actions.jsonl");
+    let Some(expected) = actions.complete else {
+        return Err(bad(
+            &actions_path,
+            "recording incomplete: no `recording-complete` line (podlife stopped, or a write failed, while recording)",
+        ));
+    };
+    let mut numbered = Vec::with_capacity(inputs.len());
+    for (seq, i) in inputs {
+        let Some(seq) = seq else {
+            return Err(bad(dir, "damaged recording: an input has no `seq`"));
+        };
+        numbered.push((seq, i));
+    }
+    numbered.sort_by_key(|(s, _)| *s);
+    for (n, (seq, _)) in numbered.iter().enumerate() {
+        if *seq != n as u64 + 1 {
+            return Err(bad(
+                dir,
+                format!(
+                    "damaged recording: input #{} is missing or duplicated (found seq {seq})",
+                    n + 1
+                ),
+            ));
+        }
+    }
+    if numbered.len() as u64 != expected {
+        return Err(bad(
+            dir,
+            format!(
+                "damaged recording: {} inputs found, the recording says {expected}",
+                numbered.len()
+            ),
+        ));
+    }
+    Ok(numbered.into_iter().map(|(_, i)| i).collect())
+}
 
 fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
@@ -135,13 +256,13 @@ fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
         let Some(kind) = WatchKind::parse(&w.event.kind) else {
             continue;
         };
-        out.push((w.received, kind, w.event.object, path.to_path_buf(), i + 1));
+        out.push((w.seq, w.received, kind, w.event.object, path.to_path_buf(), i + 1));
     }
     Ok(out)
 }
 
 /// `gaps.jsonl`: one `Gap` per line (absent: no gaps).
-fn read_gaps(path: &Path) -> Result<Vec<Input>, RecordingError> {
+fn read_gaps(path: &Path) -> Result<Vec<Numbered>, RecordingError> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(vec![]);
     };
@@ -150,8 +271,20 @@ fn read_gaps(path: &Path) -> Result<Vec<Input>, RecordingError> {
         if line.trim().is_empty() {
             continue;
         }
-        let g: Gap = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
-        out.push(Input::Gap(g));
+        let mut v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        // podlife-made recordings number the gap like every input (`seq`).
+        let seq = v.as_object_mut().and_then(|o| o.remove("seq")).and_then(|s| s.as_u64());
+        // A line with `up` says the source delivers again (closes its open gap).
+        let up = v.as_object_mut().and_then(|o| o.remove("up"));
+        let input = match up {
+            Some(at) => Input::SourceUp {
+                at: serde_json::from_value(at).map_err(|e| bad(path, format!("line {}: up: {e}", i + 1)))?,
+                source: serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?,
+            },
+            None => Input::Gap(serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?),
+        };
+        out.push((seq, input));
     }
     Ok(out)
 }
@@ -159,7 +292,19 @@ fn read_gaps(path: &Path) -> Result<Vec<Input>, RecordingError> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ActionLine {
+    #[serde(default)]
+    seq: Option<u64>,
     action: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    evidence: Option<String>,
+    #[serde(default)]
+    inputs: Option<u64>,
+    #[serde(default)]
+    pod: Option<String>,
+    #[serde(default)]
+    verdict: Option<serde_json::Value>,
     sent: Option<Timestamp>,
     done: Option<Timestamp>,
     response_received: Option<Timestamp>,
@@ -167,9 +312,18 @@ struct ActionLine {
     command: Option<String>,
 }
 
-fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
+/// `actions.jsonl` read: our requests as inputs, plus the attempt's recorded facts.
+#[derive(Default)]
+struct ActionsRead {
+    outcome: RecordedOutcome,
+    /// The input count of the `recording-complete` line.
+    complete: Option<u64>,
+}
+
+fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingError> {
+    let mut read = ActionsRead::default();
     let Ok(text) = std::fs::read_to_string(path) else {
-        return Ok(vec![]);
+        return Ok((vec![], read));
     };
     let mut out = vec![];
     for (i, line) in text.lines().enumerate() {
@@ -177,6 +331,20 @@ fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
             continue;
         }
         let a: ActionLine = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        match a.action.as_str() {
+            "recording" => read.outcome.podlife = true,
+            "error" => read.outcome.error = Some(a.message.clone().unwrap_or_default()),
+            "interrupted" => read.outcome.interrupted = true,
+            "step-failed" => {
+                read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default());
+                read.outcome.step_verdict = a.verdict.clone();
+            }
+            "recording-complete" => read.complete = Some(a.inputs.unwrap_or(0)),
+            // Written when podlife crashed in the attempt; `recording-complete` follows it.
+            "recording-aborted" => {}
+            "observe" => read.outcome.pod = a.pod.clone(),
+            _ => {}
+        }
         let kind = match a.action.as_str() {
             "create-pod" | "apply-pod" => ActionKind::Apply,
             "delete" => ActionKind::Delete,
@@ -189,21 +357,24 @@ fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
             .as_ref()
             .and_then(|r| r.pointer("/body/gracePeriodSeconds"))
             .and_then(|v| v.as_i64());
-        out.push(Input::Action(Action {
-            kind,
-            sent,
-            done: a.done.or(a.response_received),
-            grace_period_seconds: grace,
-            detail: a.command.or_else(|| {
-                a.request
-                    .as_ref()
-                    .and_then(|r| r.get("path"))
-                    .and_then(|p| p.as_str())
-                    .map(|p| format!("DELETE {p}"))
+        out.push((
+            a.seq,
+            Input::Action(Action {
+                kind,
+                sent,
+                done: a.done.or(a.response_received),
+                grace_period_seconds: grace,
+                detail: a.command.or_else(|| {
+                    a.request
+                        .as_ref()
+                        .and_then(|r| r.get("path"))
+                        .and_then(|p| p.as_str())
+                        .map(|p| format!("DELETE {p}"))
+                }),
             }),
-        }));
+        ));
     }
-    Ok(out)
+    Ok((out, read))
 }
 
 #[derive(Deserialize)]
@@ -211,6 +382,9 @@ fn read_actions(path: &Path) -> Result<Vec<Input>, RecordingError> {
 struct IndexLine {
     kind: String,
     container: String,
+    /// `lines` entries: the instance the fetch was for (null: unattributed).
+    #[serde(default)]
+    instance: Option<u32>,
     restart_count_when_seen: Option<u32>,
     file: Option<String>,
     #[serde(default)]
@@ -228,7 +402,7 @@ struct Try {
 ///   gives each follow's size, so the file splits into instances exactly.
 /// - `logs/<c>.previous.<r>.log`: `--previous` when restartCount became r: instance r-1.
 /// - `cri-logs/<c>/<attempt>.log`: the kubelet's own files (can lack a deleted pod's last lines).
-fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
+fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
     let mut out = vec![];
     let logs = dir.join("logs");
     let index = logs.join("index.jsonl");
@@ -239,7 +413,22 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
                 continue;
             }
             let e: IndexLine = serde_json::from_str(line).map_err(|e| bad(&index, format!("line {}: {e}", i + 1)))?;
+            // Index entries name files inside logs/ only (a shared recording must not read elsewhere).
+            for name in std::iter::once(&e.container).chain(e.file.as_ref()) {
+                if !plain_file_name(name) {
+                    return Err(bad(
+                        &index,
+                        format!("line {}: `{name}` is not a plain file name", i + 1),
+                    ));
+                }
+            }
             match e.kind.as_str() {
+                "lines" => {
+                    let Some(file) = &e.file else {
+                        return Err(bad(&index, format!("line {}: `lines` entry without `file`", i + 1)));
+                    };
+                    read_lines_file(&logs.join(file), &e.container, e.instance, &mut out)?;
+                }
                 "follow" => {
                     let path = logs.join(format!("{}.log", e.container));
                     let len: usize = e.tries.iter().map(|t| t.bytes).sum();
@@ -304,12 +493,15 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
                     if full {
                         // Re-render as a `--timestamps` line so both sources go through one parser.
                         let line = format!("{} {}", time, std::mem::take(&mut partial));
-                        out.push(Input::Log {
-                            received: None,
-                            container: container.clone(),
-                            instance: Some(attempt),
-                            line,
-                        });
+                        out.push((
+                            None,
+                            Input::Log {
+                                received: None,
+                                container: container.clone(),
+                                instance: Some(attempt),
+                                line,
+                            },
+                        ));
                     }
                 }
             }
@@ -318,16 +510,56 @@ fn read_logs(dir: &Path) -> Result<Vec<Input>, RecordingError> {
     Ok(out)
 }
 
-fn push_lines(out: &mut Vec<Input>, container: &str, instance: Option<u32>, text: &str) {
+fn push_lines(out: &mut Vec<Numbered>, container: &str, instance: Option<u32>, text: &str) {
     for line in text.lines() {
         if line.is_empty() {
             continue;
         }
-        out.push(Input::Log {
-            received: None,
-            container: container.to_string(),
-            instance,
-            line: line.to_string(),
-        });
+        out.push((
+            None,
+            Input::Log {
+                received: None,
+                container: container.to_string(),
+                instance,
+                line: line.to_string(),
+            },
+        ));
     }
+}
+
+fn plain_file_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}
+
+#[derive(Deserialize)]
+struct LogLineRecord {
+    seq: Option<u64>,
+    received: Option<Timestamp>,
+    line: String,
+}
+
+/// `logs/<container>.<instance>.jsonl` of a podlife recording: one line as received per row.
+fn read_lines_file(
+    path: &Path,
+    container: &str,
+    instance: Option<u32>,
+    out: &mut Vec<Numbered>,
+) -> Result<(), RecordingError> {
+    let text = std::fs::read_to_string(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: LogLineRecord = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        out.push((
+            r.seq,
+            Input::Log {
+                received: r.received,
+                container: container.to_string(),
+                instance,
+                line: r.line,
+            },
+        ));
+    }
+    Ok(())
 }

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Event;
 use kube::api::Api;
 use tokio::sync::mpsc;
 
+use super::record::{self, Recorder, SharedRecorder};
 use super::streams::{self, StreamMsg};
-
 use crate::cluster::{CaseApi, ClusterError};
 use crate::judge::{self, Outcome, Verdict};
 use crate::observe::{Action, ActionKind, EvidenceSource, Input, NewInstance, Observer, Recording, Timeline};
@@ -45,6 +45,8 @@ pub struct CaseEnv {
     /// How long the API may be unavailable before a case gives up on it: a case not started yet
     /// waits this long for the API to come back (streams ride through outages of this length).
     pub api_outage_budget: Duration,
+    /// Record every attempt under this folder (`reports/<runid>/recordings`); see `record`.
+    pub record: Option<std::path::PathBuf>,
 }
 
 impl CaseEnv {
@@ -139,9 +141,49 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
         Err(e) => return errored(e.to_string(), started, t0, None),
     };
     let tl = rec.timeline();
+    // How a recorded live attempt ended is a fact of that run: replay it as it was.
+    let o = &rec.outcome;
+    if o.interrupted {
+        return interrupted(started, t0, Some(tl));
+    }
+    if let Some(e) = &o.error {
+        return errored(e.clone(), started, t0, Some(tl));
+    }
+    if let Some(v) = &o.step_verdict {
+        return match serde_json::from_value::<Verdict>(v.clone()) {
+            Ok(v) => conclude(case, tl, Some(v), started, t0),
+            Err(e) => errored(
+                format!("{}: damaged recording: step verdict: {e}", dir.display()),
+                started,
+                t0,
+                Some(tl),
+            ),
+        };
+    }
+    if let Some(evidence) = &o.step_failure {
+        return conclude(case, tl, Some(failed_step(evidence.clone())), started, t0);
+    }
     // The recording must have done what the steps say, or the verdicts would judge something else.
     let step_failure = judge::steps_verdict(&case.spec, &tl);
     conclude(case, tl, step_failure, started, t0)
+}
+
+/// Judges a case on the timeline a run stored (`timelines/<suite>__<case>.json`): what is left
+/// to re-judge of a run recorded without raw recordings. Steps cannot be re-checked on it.
+pub fn judge_timeline_file(case: &LoadedCase, path: &Path) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let read = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))
+        .and_then(|text| {
+            serde_json::from_str::<Timeline>(&text)
+                .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))
+        });
+    match read {
+        // A stored timeline is a finished observation.
+        Ok(tl) => conclude(case, Timeline { complete: true, ..tl }, None, started, t0),
+        Err(e) => errored(e, started, t0, None),
+    }
 }
 
 /// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
@@ -153,7 +195,8 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     let ns = env.claim_namespace(case, attempt_no);
     let api = CaseApi::new(client, &ns).bounded(env.request_timeout, Some(env.cancel.clone()));
     let mut created: Option<String> = None;
-    let mut attempt = match observe_case(&api, case, env, started, t0, &mut created).await {
+    let recorder = start_recording(env, case, &ns, attempt_no);
+    let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
         Ok(a) => a,
         Err(err) => {
             let (e, tl) = *err;
@@ -187,7 +230,37 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     // Deleted, kept on purpose, or reported as a leftover: the sweep need not try again.
     env.live_namespaces.lock().expect("namespace registry").remove(&ns);
     attempt.api_requests = api.requests();
+    finish_recording(recorder, &attempt);
     attempt
+}
+
+/// Opens this attempt's recording when the run records. A recorder that cannot start is a
+/// warning, never a reason to perturb the case.
+fn start_recording(env: &CaseEnv, case: &LoadedCase, ns: &str, attempt_no: usize) -> Option<SharedRecorder> {
+    let root = env.record.as_ref()?;
+    let dir = root.join(record::case_dir_name(&case.suite, case.name()));
+    match Recorder::create(&dir, attempt_no + 1, &case.full_name(), ns) {
+        Ok(r) => Some(Arc::new(Mutex::new(r))),
+        Err(e) => {
+            eprintln!("warning: {}: not recording: {e}", dir.display());
+            None
+        }
+    }
+}
+
+fn finish_recording(recorder: Option<SharedRecorder>, attempt: &Attempt) {
+    let Some(rec) = recorder else { return };
+    // The observer (and its tap's clone) is gone once the attempt is concluded.
+    let rec = match Arc::try_unwrap(rec) {
+        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        Err(_) => {
+            eprintln!("warning: a recording was still in use when its attempt ended; it is left incomplete");
+            return;
+        }
+    };
+    if let Err(e) = rec.finish(attempt) {
+        eprintln!("warning: recording incomplete ({e}); `run --replay` will refuse it");
+    }
 }
 
 /// A harness error, with what was observed until then (boxed: a timeline is large).
@@ -200,6 +273,7 @@ async fn observe_case(
     started: Timestamp,
     t0: Instant,
     created: &mut Option<String>,
+    recorder: Option<&SharedRecorder>,
 ) -> Result<Attempt, CaseError> {
     let mut cancel = env.cancel.clone();
     if *cancel.borrow() {
@@ -238,6 +312,10 @@ async fn observe_case(
         budget,
     ));
     let mut obs = Observer::new(Some(&pod_name), "live");
+    if let Some(rec) = recorder {
+        rec.lock().expect("recorder").manifest(&pod);
+        obs.set_tap(Recorder::tap(rec));
+    }
     let deadline = Instant::now() + case.timeout;
     let sent = Timestamp::now();
     if let Err(e) = api.apply_pod(&pod, env.api_outage_budget).await {

@@ -1,8 +1,10 @@
 //! The runner (`run`): plan → preflight → execute cases concurrently (libtest-mimic threads)
 //! → judge → cleanup (always, Ctrl-C included) → reports.
 
+pub mod bundle;
 pub mod case;
 pub mod interrupt;
+pub mod record;
 pub mod streams;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,6 +64,8 @@ pub struct RunOptions {
     /// show a crashing case is reported as an error everywhere.
     #[doc(hidden)]
     pub panic_in_case: Option<String>,
+    /// Record every live attempt's raw inputs under `reports/<runid>/recordings/` (see `record`).
+    pub record: bool,
 }
 
 /// A short, unique, DNS-safe run id.
@@ -90,11 +94,15 @@ pub fn list(opts: &RunOptions, suites: &[Suite]) -> ExitCode {
 
 /// Runs the selected cases. Returns what happened (the caller writes the reports), or the exit
 /// code of an error that stopped the run before any case (already printed).
-pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode> {
-    let cases: Vec<(Suite, LoadedCase)> = suites
+pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode> {
+    let mut cases: Vec<(Suite, LoadedCase)> = suites
         .iter()
         .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
         .collect();
+    // Replaying a run reproduces that run: the cases it ran, not every case of the suites.
+    if let Some(ran) = opts.replay.as_deref().and_then(cases_of_run) {
+        cases.retain(|(_, c)| ran.contains(&c.full_name()));
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -108,10 +116,14 @@ pub fn run(opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitCode>
     };
     let run_id = new_run_id();
     let started = Timestamp::now();
-    let outcome = match &opts.replay {
+    let outcome = match &opts.replay.clone() {
         Some(dir) => {
             if !dir.is_dir() {
                 eprintln!("error: --replay {}: no such directory", dir.display());
+                return Err(ExitCode::from(2));
+            }
+            if let Err(e) = prepare_replay(&mut opts, &cases) {
+                eprintln!("error: {e}");
                 return Err(ExitCode::from(2));
             }
             let fp = replay_fingerprint(dir);
@@ -296,7 +308,26 @@ pub fn execute(
         progress_every: Duration::from_secs(30),
         request_timeout: opts.request_timeout,
         api_outage_budget: opts.api_outage_budget,
+        record: None,
     };
+    let mut env = env;
+    if let Source::Live(_) = &source
+        && opts.record
+    {
+        let run_dir = opts.reports_dir.join(&run_id);
+        let root = run_dir.join("recordings");
+        match record::write_run_files(&root, &run_id, opts.retries, opts.repeat.max(1), &fingerprint) {
+            Ok(()) => env.record = Some(root),
+            Err(e) => eprintln!("warning: {}: not recording: {e}", root.display()),
+        }
+        let mut suites: Vec<&Suite> = cases.iter().map(|(s, _)| s).collect();
+        suites.sort_by(|a, b| a.path.cmp(&b.path));
+        suites.dedup_by(|a, b| a.path == b.path);
+        let suites: Vec<Suite> = suites.into_iter().cloned().collect();
+        for w in record::copy_suites(&run_dir, &suites) {
+            eprintln!("warning: {w}");
+        }
+    }
     let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let interrupted_by: Arc<Mutex<Option<Interrupt>>> = Arc::default();
     {
@@ -327,6 +358,15 @@ pub fn execute(
     let mut ignored_reports: Vec<(usize, CaseReport)> = vec![];
     let mut running: Vec<(usize, CaseReport)> = vec![];
     let server = fingerprint.server_minor();
+    // Replaying a run folder: how many attempts each repetition of each case made live.
+    let replay_plan: Arc<BTreeMap<String, Vec<usize>>> = Arc::new(match &source {
+        Source::Replay(dir) if is_run_folder(dir) => std::fs::read_to_string(dir.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+            .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
+            .unwrap_or_default(),
+        _ => BTreeMap::new(),
+    });
     let source = Arc::new(source);
     // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
     let mut cases = cases;
@@ -341,6 +381,7 @@ pub fn execute(
         let slots = slots.clone();
         let env = env.clone();
         let source = source.clone();
+        let replay_plan = replay_plan.clone();
         let handle = rt.handle().clone();
         let retries = opts.retries;
         let repeat = opts.repeat;
@@ -389,6 +430,7 @@ pub fn execute(
                     repeat,
                     &interrupted,
                     inject_panic,
+                    replay_plan.get(&case.full_name()).map(Vec::as_slice),
                 )
             }))
             .unwrap_or_else(|p| {
@@ -499,6 +541,7 @@ fn run_trial(
     repeat: u32,
     interrupted: &std::sync::atomic::AtomicBool,
     inject_panic: bool,
+    recorded: Option<&[usize]>,
 ) -> CaseReport {
     if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
         report.status = CaseStatus::NotRun;
@@ -506,9 +549,18 @@ fn run_trial(
         return report;
     }
     let mut attempt_no = 0;
-    'reps: for _ in 0..repeat.max(1) {
+    'reps: for rep in 0..repeat.max(1) as usize {
         let mut n = 0;
-        for _ in 0..=retries {
+        for try_ in 0..=retries as usize {
+            // Replaying a run folder: the attempts the live run made, never more (a retry it did
+            // not make has no recording, e.g. for a case re-judged into failing).
+            let k = match recorded {
+                Some(reps) => match reps.get(rep) {
+                    Some(&tries) if try_ >= tries => break,
+                    _ => reps[..rep.min(reps.len())].iter().sum::<usize>() + try_ + 1,
+                },
+                None => attempt_no + 1,
+            };
             let started = Timestamp::now();
             let t0 = std::time::Instant::now();
             let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -516,11 +568,20 @@ fn run_trial(
                     panic!("injected by the panic_in_case test hook");
                 }
                 match source {
-                    Source::Replay(dir) => case::replay_case(case, &dir.join(case.name())),
+                    Source::Replay(dir) => replay_attempt(dir, case, k),
                     Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
                 }
             }))
-            .unwrap_or_else(|p| panicked(&*p, started, t0));
+            .unwrap_or_else(|p| {
+                let a = panicked(&*p, started, t0);
+                // The attempt's recording ends with the crash, so a replay reports it the same way.
+                if let (Source::Live(_), Some(root)) = (source, &env.record)
+                    && let Err(e) = record::close_after_panic(root, case, attempt_no + 1, &a)
+                {
+                    eprintln!("warning: recording of a crashed attempt: {e}");
+                }
+                a
+            });
             attempt_no += 1;
             let status = attempt.status;
             report.attempts.push(attempt);
@@ -613,13 +674,28 @@ fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source)
             )),
         );
     }
-    if let Source::Replay(dir) = source
-        && !dir.join(case.name()).is_dir()
-    {
-        return (
-            true,
-            Some(format!("no recording `{}` in {}", case.name(), dir.display())),
-        );
+    if let Source::Replay(dir) = source {
+        if is_run_folder(dir) {
+            let rec = dir
+                .join("recordings")
+                .join(record::case_dir_name(&case.suite, case.name()));
+            let tl = stored_timeline(dir, case);
+            if !rec.is_dir() && !tl.is_file() {
+                return (
+                    true,
+                    Some(format!(
+                        "no recording or timeline of `{}` in {}",
+                        case.full_name(),
+                        dir.display()
+                    )),
+                );
+            }
+        } else if !dir.join(case.name()).is_dir() {
+            return (
+                true,
+                Some(format!("no recording `{}` in {}", case.name(), dir.display())),
+            );
+        }
     }
     (false, None)
 }
@@ -639,10 +715,101 @@ fn libtest_args(opts: &RunOptions) -> libtest_mimic::Arguments {
     }
 }
 
-/// The fingerprint of recordings: `cluster-info.json` beside them, when present.
+/// A report folder of `podlife run` (`reports/<runid>`), as opposed to a folder of recordings
+/// named after cases (`tests/fixtures/recordings`).
+pub fn is_run_folder(dir: &std::path::Path) -> bool {
+    dir.join("summary.json").is_file() || dir.join("recordings").join("run.json").is_file()
+}
+
+/// One attempt replayed: from a run folder, attempt `n` of the case's recordings (or, for runs
+/// recorded without `--record`, its judged timeline); from a recordings folder, `<dir>/<case>`.
+fn replay_attempt(dir: &std::path::Path, case: &LoadedCase, n: usize) -> crate::results::Attempt {
+    if !is_run_folder(dir) {
+        return case::replay_case(case, &dir.join(case.name()));
+    }
+    let recs = dir
+        .join("recordings")
+        .join(record::case_dir_name(&case.suite, case.name()));
+    if recs.is_dir() {
+        return case::replay_case(case, &recs.join(format!("attempt-{n}")));
+    }
+    case::judge_timeline_file(case, &stored_timeline(dir, case))
+}
+
+/// The timeline JSON a run folder holds for a case (the name `report::timeline_file` writes;
+/// `run` never imports `report`).
+fn stored_timeline(dir: &std::path::Path, case: &LoadedCase) -> PathBuf {
+    dir.join("timelines")
+        .join(format!("{}__{}.json", case.suite, case.name()))
+}
+
+/// The `suite::case` names a run folder's `summary.json` reports (None: not a finished run).
+fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
+    if !is_run_folder(dir) {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let s: RunSummary = serde_json::from_str(&text).ok()?;
+    Some(s.cases.iter().map(|c| c.full_name()).collect())
+}
+
+/// Before replaying a run folder: walk the attempts as the live run did (its `--retries` and
+/// `--repeat` from `recordings/run.json`), and check every recording the selected cases need,
+/// so a damaged one is one clear error before anything runs.
+fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Result<(), String> {
+    let Some(dir) = opts.replay.clone() else { return Ok(()) };
+    if !is_run_folder(&dir) {
+        return Ok(());
+    }
+    let run_json = dir.join("recordings").join("run.json");
+    if let Ok(text) = std::fs::read_to_string(&run_json) {
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife run.json: {e}", run_json.display()))?;
+        if let Some(r) = v.get("retries").and_then(|x| x.as_u64()) {
+            opts.retries = u32::try_from(r).unwrap_or(0);
+        }
+        if let Some(r) = v.get("repeat").and_then(|x| x.as_u64()) {
+            opts.repeat = u32::try_from(r).unwrap_or(1).max(1);
+        }
+    }
+    for (_, case) in cases {
+        if !crate::cli::selected(&case.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip) {
+            continue;
+        }
+        let recs = dir
+            .join("recordings")
+            .join(record::case_dir_name(&case.suite, case.name()));
+        let Ok(rd) = std::fs::read_dir(&recs) else { continue };
+        let mut attempts: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        attempts.sort();
+        for a in attempts {
+            crate::observe::Recording::read(&a).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// The fingerprint of recordings: a run folder's own (from its `summary.json`, else
+/// `recordings/cluster-info.json`), or `cluster-info.json` beside a recordings folder.
 pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
+    let source = Some(format!("replay:{}", dir.display()));
+    if is_run_folder(dir) {
+        let from_summary = std::fs::read_to_string(dir.join("summary.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+            .map(|s| s.fingerprint);
+        let from_info = || {
+            let text = std::fs::read_to_string(dir.join("recordings/cluster-info.json")).ok()?;
+            let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+            serde_json::from_value::<Fingerprint>(v.get("fingerprint")?.clone()).ok()
+        };
+        if let Some(mut fp) = from_summary.or_else(from_info) {
+            fp.source = source;
+            return fp;
+        }
+    }
     let mut fp = Fingerprint {
-        source: Some(format!("replay:{}", dir.display())),
+        source,
         ..Fingerprint::default()
     };
     let Ok(text) = std::fs::read_to_string(dir.join("cluster-info.json")) else {
