@@ -280,6 +280,7 @@ impl Cluster {
             ("delete", "pods", None),
             ("watch", "pods", None),
             ("get", "pods", Some("log")),
+            ("list", "events", None),
             ("watch", "events", None),
         ];
         let mut missing = vec![];

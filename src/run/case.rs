@@ -6,17 +6,16 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::{AsyncBufReadExt, StreamExt, TryStreamExt};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Event, Pod};
-use kube::api::{Api, LogParams};
-use kube::runtime::watcher;
+use k8s_openapi::api::core::v1::Event;
+use kube::api::Api;
 use tokio::sync::mpsc;
 
 use super::record::{self, Recorder, SharedRecorder};
+use super::streams::{self, StreamMsg};
 use crate::cluster::{CaseApi, ClusterError};
 use crate::judge::{self, Outcome, Verdict};
-use crate::observe::{Action, ActionKind, Input, NewInstance, Observer, Recording, Timeline, WatchKind};
+use crate::observe::{Action, ActionKind, EvidenceSource, Input, NewInstance, Observer, Recording, Timeline};
 use crate::results::{Attempt, AttemptStatus, Cleanup};
 use crate::suite::{LoadedCase, Step};
 
@@ -188,12 +187,6 @@ pub fn judge_timeline_file(case: &LoadedCase, path: &Path) -> Attempt {
     }
 }
 
-/// Messages from the stream tasks to the case loop.
-enum Msg {
-    Input(Input),
-    WatchError(String),
-}
-
 /// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
 /// Cleanup runs on every path, including Ctrl-C, and deletes only a namespace this attempt
 /// created (by UID).
@@ -309,13 +302,15 @@ async fn observe_case(
         .and_then(|v| v.as_str())
         .unwrap_or_default()
         .to_string();
-    let (tx, mut rx) = mpsc::unbounded_channel::<Msg>();
+    let (tx, mut rx) = mpsc::channel::<StreamMsg>(streams::CHANNEL_CAPACITY);
     let mut tasks = Tasks::default();
+    let budget = env.api_outage_budget;
     // Watches start before the apply so the first events are not missed.
-    tasks.spawn(watch_pods(api.pods(), pod_name.clone(), tx.clone()));
-    tasks.spawn(watch_events(
+    tasks.spawn(streams::watch_pods(api.pods(), pod_name.clone(), tx.clone(), budget));
+    tasks.spawn(streams::watch_events(
         Api::<Event>::namespaced(api.client.clone(), &api.namespace),
         tx.clone(),
+        budget,
     ));
     let mut obs = Observer::new(Some(&pod_name), "live");
     if let Some(rec) = recorder {
@@ -347,7 +342,9 @@ async fn observe_case(
         tx: tx.clone(),
         tasks,
         pod_name: pod_name.clone(),
-        watch_errors: 0,
+        known: tokio::sync::watch::channel(streams::Known::default()).0,
+        pod_down_since: None,
+        pod_downtime: Duration::ZERO,
     };
 
     let mut step_failure = None;
@@ -483,15 +480,17 @@ struct Loop<'a> {
     case: &'a LoadedCase,
     env: &'a CaseEnv,
     obs: Observer,
-    rx: &'a mut mpsc::UnboundedReceiver<Msg>,
-    tx: mpsc::UnboundedSender<Msg>,
+    rx: &'a mut mpsc::Receiver<StreamMsg>,
+    tx: streams::Tx,
     tasks: Tasks,
     pod_name: String,
-    watch_errors: u32,
+    /// Terminated instances and deletion, for the log fetches.
+    known: tokio::sync::watch::Sender<streams::Known>,
+    /// Since when the pod watch is down (a gap is open), if it is.
+    pod_down_since: Option<Instant>,
+    /// How long the pod watch was down in total (closed gaps).
+    pod_downtime: Duration,
 }
-
-/// Consecutive watch failures after which a case errors out instead of waiting blind.
-const MAX_WATCH_ERRORS: u32 = 8;
 
 /// Sends one of our requests and records it as an action: `sent` before, `done` after.
 async fn act(
@@ -548,6 +547,7 @@ impl Loop<'_> {
         let began = Instant::now();
         let mut next_progress = began + self.env.progress_every;
         let mut next_eval = began;
+        let downtime_before = self.pod_downtime;
         loop {
             if Instant::now() >= next_eval {
                 if done(self.obs.timeline()) {
@@ -556,6 +556,11 @@ impl Loop<'_> {
                 next_eval = Instant::now() + every;
             }
             let now = Instant::now();
+            // While the pod watch is down nothing can be seen: the wait is extended by the
+            // time it was down (within the outage budget), so an outage does not time it out.
+            let blind = self.pod_downtime - downtime_before
+                + self.pod_down_since.map_or(Duration::ZERO, |s| now - s.max(began));
+            let until = until + blind.min(self.env.api_outage_budget);
             if now >= until {
                 return Ok(false);
             }
@@ -573,21 +578,12 @@ impl Loop<'_> {
                 .min(if every.is_zero() { until } else { next_eval });
             tokio::select! {
                 msg = self.rx.recv() => match msg {
-                    Some(Msg::Input(i)) => {
-                        if matches!(i, Input::Pod { .. }) {
-                            self.watch_errors = 0;
-                        }
-                        self.obs.push(i);
-                        for n in self.obs.take_new_instances() {
-                            self.follow_logs(n);
-                        }
+                    Some(StreamMsg::Input(i)) => self.take(i),
+                    Some(StreamMsg::Lost { source: EvidenceSource::PodWatch, reason }) => {
+                        return Err(Stop::Error(reason));
                     }
-                    Some(Msg::WatchError(e)) => {
-                        self.watch_errors += 1;
-                        if self.watch_errors >= MAX_WATCH_ERRORS {
-                            return Err(Stop::Error(format!("pod watch keeps failing: {e}")));
-                        }
-                    }
+                    // Events or a log given up: their gap stays open; the judge accounts for it.
+                    Some(StreamMsg::Lost { .. }) => {}
                     None => return Ok(false),
                 },
                 _ = tokio::time::sleep_until(wake.into()) => {}
@@ -596,106 +592,58 @@ impl Loop<'_> {
         }
     }
 
-    /// Fetches an instance's log lines with timestamps: followed while it runs, in one go once
-    /// terminated, with `previous` when only seen as lastState.
+    /// Feeds one input to the observer; starts log fetches for new instances and tells them
+    /// what ended; keeps the pod watch's downtime.
+    fn take(&mut self, i: Input) {
+        match &i {
+            Input::Gap(g) if g.source == EvidenceSource::PodWatch && g.to.is_none() => {
+                self.pod_down_since.get_or_insert_with(Instant::now);
+            }
+            Input::SourceUp {
+                source: EvidenceSource::PodWatch,
+                ..
+            } => {
+                if let Some(s) = self.pod_down_since.take() {
+                    self.pod_downtime += s.elapsed();
+                }
+            }
+            _ => {}
+        }
+        let pod = matches!(i, Input::Pod { .. });
+        self.obs.push(i);
+        for n in self.obs.take_new_instances() {
+            self.follow_logs(n);
+        }
+        if pod {
+            let tl = self.obs.timeline();
+            let known = streams::Known {
+                terminated: tl
+                    .instances
+                    .iter()
+                    .filter(|i| i.finished_at.is_some() || i.first_seen_terminated.is_some())
+                    .map(|i| (i.container.clone(), i.instance))
+                    .collect(),
+                gone: tl.deleted.is_some(),
+            };
+            self.known.send_if_modified(|k| {
+                let changed = *k != known;
+                *k = known;
+                changed
+            });
+        }
+    }
+
+    /// Fetches an instance's log (see `streams::follow_log`).
     fn follow_logs(&mut self, n: NewInstance) {
-        let lp = LogParams {
-            container: Some(n.container.clone()),
-            follow: !n.terminated && !n.previous,
-            previous: n.previous,
-            timestamps: true,
-            ..LogParams::default()
-        };
         self.api.count();
-        let pods = self.api.pods();
-        let tx = self.tx.clone();
-        let name = self.pod_name.clone();
-        self.tasks.spawn(async move {
-            // A container can be between states when we ask; one retry covers that race.
-            for attempt in 0..2 {
-                match pods.log_stream(&name, &lp).await {
-                    Ok(stream) => {
-                        let mut lines = stream.lines();
-                        while let Ok(Some(line)) = lines.try_next().await {
-                            let input = Input::Log {
-                                received: Some(Timestamp::now()),
-                                container: n.container.clone(),
-                                instance: Some(n.instance),
-                                line,
-                            };
-                            if tx.send(Msg::Input(input)).is_err() {
-                                return;
-                            }
-                        }
-                        return;
-                    }
-                    Err(_) if attempt == 0 => tokio::time::sleep(Duration::from_millis(500)).await,
-                    Err(_) => return,
-                }
-            }
-        });
-    }
-}
-
-async fn watch_pods(api: Api<Pod>, name: String, tx: mpsc::UnboundedSender<Msg>) {
-    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let mut stream = watcher(api, cfg).boxed();
-    while let Some(ev) = stream.next().await {
-        let msg = match ev {
-            Ok(watcher::Event::Apply(p)) => Msg::Input(Input::Pod {
-                received: Timestamp::now(),
-                kind: WatchKind::Modified,
-                pod: Box::new(p),
-            }),
-            Ok(watcher::Event::InitApply(p)) => Msg::Input(Input::Pod {
-                received: Timestamp::now(),
-                kind: WatchKind::Added,
-                pod: Box::new(p),
-            }),
-            Ok(watcher::Event::Delete(p)) => Msg::Input(Input::Pod {
-                received: Timestamp::now(),
-                kind: WatchKind::Deleted,
-                pod: Box::new(p),
-            }),
-            Ok(_) => continue,
-            Err(e) => {
-                // The watcher re-lists and resumes by itself (410 Gone included); back off a little.
-                let m = Msg::WatchError(e.to_string());
-                if tx.send(m).is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    }
-}
-
-async fn watch_events(api: Api<Event>, tx: mpsc::UnboundedSender<Msg>) {
-    let mut stream = watcher(api, watcher::Config::default()).boxed();
-    while let Some(ev) = stream.next().await {
-        let (kind, e) = match ev {
-            Ok(watcher::Event::Apply(e)) => (WatchKind::Modified, e),
-            Ok(watcher::Event::InitApply(e)) => (WatchKind::Added, e),
-            Ok(_) => continue,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                continue;
-            }
-        };
-        if tx
-            .send(Msg::Input(Input::Event {
-                received: Timestamp::now(),
-                kind,
-                event: Box::new(e),
-            }))
-            .is_err()
-        {
-            return;
-        }
+        self.tasks.spawn(streams::follow_log(
+            self.api.pods(),
+            self.pod_name.clone(),
+            n,
+            self.tx.clone(),
+            self.env.api_outage_budget,
+            self.known.subscribe(),
+        ));
     }
 }
 

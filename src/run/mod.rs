@@ -5,6 +5,7 @@ pub mod bundle;
 pub mod case;
 pub mod interrupt;
 pub mod record;
+pub mod streams;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -3,9 +3,14 @@
 //! cluster: once podlife applies a pod named like a recording, the recorded watch events, Event
 //! objects and log lines are served (streamed) at their recorded offsets from the apply, and
 //! those recorded after the DELETE at their offsets from podlife's own DELETE.
+//!
+//! It is as hostile as real servers are when asked: 409 and never-answered requests, status
+//! bursts (429 with Retry-After, 500) on watches and lists, an outage in which every request
+//! fails to connect and every open stream breaks, log streams that break mid-line or carry
+//! invalid UTF-8, and events forbidden at runtime. Watches honour `resourceVersion` and log
+//! requests `sinceTime`, so resumed streams behave as on a real server.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -19,8 +24,18 @@ use jiff::Timestamp;
 use kube::client::Body;
 use serde_json::{Value, json};
 
-pub type RespBody = BoxBody<Bytes, Infallible>;
-type Frames = UnboundedSender<Result<http_body::Frame<Bytes>, Infallible>>;
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type RespBody = BoxBody<Bytes, BoxError>;
+type Frames = UnboundedSender<Result<http_body::Frame<Bytes>, BoxError>>;
+
+fn data(b: impl Into<Bytes>) -> Result<http_body::Frame<Bytes>, BoxError> {
+    Ok(http_body::Frame::data(b.into()))
+}
+
+/// A stream that breaks: the client sees a body error, as when a connection is reset.
+fn broken() -> Result<http_body::Frame<Bytes>, BoxError> {
+    Err("connection reset by peer".into())
+}
 
 /// One recorded item and when it is due.
 #[derive(Clone, Debug)]
@@ -176,6 +191,21 @@ pub struct FakeState {
     /// Names whose namespace DELETE was sent with a UID precondition that did not match (and
     /// was refused with 409).
     pub refused_deletes: Vec<String>,
+    /// `(resource, code, for)`: lists and watches of `pods` or `events` answer `code` (429 with
+    /// Retry-After 1 s, or e.g. 500) for this long after the first such request.
+    pub watch_status: Vec<(String, u16, Duration)>,
+    /// `(start, length)` after the first apply: every request fails to connect and every open
+    /// stream (watch, log) breaks.
+    pub outage: Option<(Duration, Duration)>,
+    /// The first follow of each container's log breaks in the middle of its fourth line.
+    pub log_break_mid_line: bool,
+    /// The second line of every log response carries invalid UTF-8 (bytes FF FE).
+    pub log_invalid_utf8: bool,
+    /// Lists and watches of events answer 403 (RBAC changed after the preflight).
+    pub forbid_events: bool,
+    outage_window: Option<(Instant, Instant)>,
+    burst_until: BTreeMap<(String, u16), Instant>,
+    log_follows: BTreeMap<String, usize>,
     pod_watches: usize,
     recordings: PathBuf,
     namespaces: BTreeMap<String, Ns>,
@@ -183,6 +213,12 @@ pub struct FakeState {
 }
 
 impl FakeState {
+    /// True while the configured outage is on.
+    pub fn outage_active(&self) -> bool {
+        self.outage_window
+            .is_some_and(|(a, b)| (a..b).contains(&Instant::now()))
+    }
+
     pub fn count(&self, needle: &str) -> usize {
         self.requests.iter().filter(|r| r.contains(needle)).count()
     }
@@ -227,6 +263,15 @@ pub fn start(recordings: &Path) -> (kube::Client, Arc<Mutex<FakeState>>) {
                 continue;
             }
             tokio::spawn(async move {
+                if st.lock().unwrap().outage_active() {
+                    let line = format!("{} {} (outage)", req.method(), req.uri());
+                    st.lock().unwrap().requests.push(line);
+                    send.send_error(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionRefused,
+                        "connection refused",
+                    ));
+                    return;
+                }
                 let resp = route(req, st).await;
                 send.send_response(resp);
             });
@@ -255,7 +300,7 @@ fn outage(st: &Arc<Mutex<FakeState>>, line: &str) -> bool {
 
 fn json_resp(code: u16, v: Value) -> Response<RespBody> {
     let body = http_body_util::Full::new(Bytes::from(v.to_string()))
-        .map_err(|e| match e {})
+        .map_err(|e| -> BoxError { match e {} })
         .boxed();
     Response::builder()
         .status(code)
@@ -474,6 +519,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             }
             let dir = s.recordings.join(name);
             let script = load_script(&dir);
+            if s.outage_window.is_none()
+                && let Some((start, len)) = s.outage
+            {
+                let a = Instant::now() + start;
+                s.outage_window = Some((a, a + len));
+            }
             s.pods.insert(
                 (ns.to_string(), name.to_string()),
                 PodRun {
@@ -505,8 +556,8 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
             }
         }
-        ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch).await,
-        ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch).await,
+        ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch, &q).await,
+        ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch, &q).await,
         ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => logs(&st, ns, name, &q).await,
         _ => status(404, "NotFound", &format!("fake: no route for {method} {path}")),
     }
@@ -574,7 +625,7 @@ async fn namespaces(st: &Arc<Mutex<FakeState>>, q: &BTreeMap<String, String>, wa
                     ..Ns::default()
                 };
                 let ev = json!({"type": "DELETED", "object": ns_object(&name, &gone, true)});
-                let _ = tx.unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{ev}\n")))));
+                let _ = tx.unbounded_send(data(format!("{ev}\n")));
                 return;
             }
             if tx.is_closed() {
@@ -592,8 +643,58 @@ enum Kind {
     Events,
 }
 
-async fn items(st: &Arc<Mutex<FakeState>>, ns: &str, kind: Kind, watch: bool) -> Response<RespBody> {
+/// The answer of a status burst or of forbidden events, if one applies to this request.
+fn refusal(st: &Arc<Mutex<FakeState>>, ns: &str, kind: Kind) -> Option<Response<RespBody>> {
+    let resource = if kind == Kind::Pods { "pods" } else { "events" };
+    let mut s = st.lock().unwrap();
+    if kind == Kind::Events && s.forbid_events {
+        return Some(status(
+            403,
+            "Forbidden",
+            &format!(
+                "events is forbidden: User \"podlife\" cannot watch resource \"events\" in API group \"\" in the namespace \"{ns}\""
+            ),
+        ));
+    }
+    let now = Instant::now();
+    for (r, code, length) in s.watch_status.clone() {
+        if r != resource {
+            continue;
+        }
+        let until = *s.burst_until.entry((r, code)).or_insert(now + length);
+        if now < until {
+            return Some(if code == 429 {
+                json_resp(
+                    429,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 429,
+                        "reason": "TooManyRequests", "message": "Too many requests, please try again later.",
+                        "details": {"retryAfterSeconds": 1}}),
+                )
+            } else {
+                status(
+                    code,
+                    "InternalError",
+                    "Internal error occurred: etcdserver: leader changed",
+                )
+            });
+        }
+    }
+    None
+}
+
+async fn items(
+    st: &Arc<Mutex<FakeState>>,
+    ns: &str,
+    kind: Kind,
+    watch: bool,
+    q: &BTreeMap<String, String>,
+) -> Response<RespBody> {
     let list_kind = if kind == Kind::Pods { "PodList" } else { "EventList" };
+    if let Some(r) = refusal(st, ns, kind) {
+        return r;
+    }
+    // A watch resumes after the resourceVersion it names ("0" or none: from the start).
+    let from_rv: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
     if !watch {
         let s = st.lock().unwrap();
         let now = Instant::now();
@@ -638,9 +739,13 @@ async fn items(st: &Arc<Mutex<FakeState>>, ns: &str, kind: Kind, watch: bool) ->
             let batch: Vec<Item> = {
                 let s = st.lock().unwrap();
                 let now = Instant::now();
+                if s.outage_active() {
+                    let _ = tx.unbounded_send(broken());
+                    return;
+                }
                 let mut v: Vec<_> = select_for(&s, &ns, kind)
                     .into_iter()
-                    .filter(|(d, i)| d.is_some_and(|d| d <= now) && !sent.contains(&i.rv))
+                    .filter(|(d, i)| d.is_some_and(|d| d <= now) && !sent.contains(&i.rv) && i.rv > from_rv)
                     .map(|(_, i)| i)
                     .collect();
                 v.sort_by_key(|i| i.rv);
@@ -649,10 +754,7 @@ async fn items(st: &Arc<Mutex<FakeState>>, ns: &str, kind: Kind, watch: bool) ->
             for i in batch {
                 sent.insert(i.rv);
                 let ev = json!({"type": i.kind, "object": i.object});
-                if tx
-                    .unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{ev}\n")))))
-                    .is_err()
-                {
+                if tx.unbounded_send(data(format!("{ev}\n"))).is_err() {
                     return;
                 }
                 count += 1;
@@ -695,27 +797,20 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
     let container = q.get("container").cloned().unwrap_or_default();
     let follow = q.get("follow").is_some_and(|v| v == "true");
     let previous = q.get("previous").is_some_and(|v| v == "true");
+    // Lines at or after `sinceTime` (whole seconds on the wire, as on a real server).
+    let since: Option<Timestamp> = q.get("sinceTime").and_then(|t| t.parse().ok());
     let key = (ns.to_string(), name.to_string());
-    let lines = {
-        let s = st.lock().unwrap();
+    let (lines, break_after, bad_utf8) = {
+        let mut s = st.lock().unwrap();
         let Some(run) = s.pods.get(&key) else {
             return status(404, "NotFound", &format!("pods \"{name}\" not found"));
         };
-        let lines: Vec<(Option<Instant>, Line)> = run
-            .script
-            .logs
-            .get(&container)
-            .map(|v| {
-                v.iter()
-                    .map(|l| (run.due(l.offset, l.after_delete), l.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let all: Vec<Line> = run.script.logs.get(&container).cloned().unwrap_or_default();
         let now = Instant::now();
-        let current = lines
+        let current = all
             .iter()
-            .filter(|(d, _)| d.is_some_and(|d| d <= now))
-            .map(|(_, l)| l.instance)
+            .filter(|l| run.due(l.offset, l.after_delete).is_some_and(|d| d <= now))
+            .map(|l| l.instance)
             .max();
         let Some(current) = current else {
             return status(
@@ -725,26 +820,71 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
             );
         };
         let instance = if previous { current.saturating_sub(1) } else { current };
-        lines
+        let lines: Vec<Line> = all
             .into_iter()
-            .filter(|(_, l)| l.instance == instance)
-            .collect::<Vec<_>>()
+            .filter(|l| l.instance == instance)
+            .filter(|l| {
+                since.is_none_or(|since| {
+                    l.text
+                        .split_once(' ')
+                        .and_then(|(t, _)| t.parse::<Timestamp>().ok())
+                        .is_some_and(|t| t >= since)
+                })
+            })
+            .collect();
+        let nth = {
+            let n = s.log_follows.entry(container.clone()).or_insert(0);
+            if follow {
+                *n += 1;
+            }
+            *n
+        };
+        let break_after = (follow && s.log_break_mid_line && nth == 1).then_some(3usize);
+        (lines, break_after, s.log_invalid_utf8)
     };
     let (tx, resp) = streaming();
+    let st = st.clone();
     tokio::spawn(async move {
-        for (due, l) in lines {
-            let Some(due) = due else { break };
-            if !follow && due > Instant::now() {
-                break;
+        for (n, l) in lines.into_iter().enumerate() {
+            // Due at its offset from the apply (or from our DELETE, once sent); a follow waits
+            // for it, a plain fetch stops at the first line not written yet.
+            loop {
+                let (due, outage) = {
+                    let s = st.lock().unwrap();
+                    let due = s.pods.get(&key).and_then(|r| r.due(l.offset, l.after_delete));
+                    (due, s.outage_active())
+                };
+                if outage {
+                    let _ = tx.unbounded_send(broken());
+                    return;
+                }
+                match due {
+                    Some(d) if d <= Instant::now() => break,
+                    _ if !follow => return,
+                    _ => {}
+                }
+                if tx.is_closed() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep_until(due.into()).await;
-            if tx
-                .unbounded_send(Ok(http_body::Frame::data(Bytes::from(format!("{}\n", l.text)))))
-                .is_err()
-            {
+            let mut bytes = format!("{}\n", l.text).into_bytes();
+            if bad_utf8 && n == 1 {
+                let at = l.text.find(' ').map_or(0, |i| i + 1);
+                bytes.splice(at..at, [0xFF, 0xFE]);
+            }
+            if break_after == Some(n) {
+                // Half of the line, then the connection drops.
+                bytes.truncate(bytes.len() / 2);
+                let _ = tx.unbounded_send(data(bytes));
+                let _ = tx.unbounded_send(broken());
+                return;
+            }
+            if tx.unbounded_send(data(bytes)).is_err() {
                 return;
             }
         }
+        // All lines sent (a follow waited for them): the container is done, so is the stream.
     });
     resp
 }

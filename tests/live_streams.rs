@@ -1,0 +1,347 @@
+//! The live stream path against a hostile in-process API server (`support::fake_api`): watches
+//! and log streams ride through 429 and 500 bursts longer than the old 4 s error budget and
+//! through an outage; log streams that break mid-line or carry invalid UTF-8 resume without
+//! losing or duplicating a line; events forbidden at runtime make `never: {event}` undecided.
+//! Every gap in the evidence is in the timeline, and no case fails because of the API.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use podlife::cluster::Cluster;
+use podlife::judge::Outcome;
+use podlife::observe::{EvidenceSource, Recording, Timeline};
+use podlife::results::{Attempt, CaseStatus};
+use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
+use support::fake_api::{self, FakeState};
+
+fn recordings() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
+}
+
+fn opts(reports: &Path) -> RunOptions {
+    RunOptions {
+        filter: None,
+        exact: false,
+        skip: vec![],
+        test_threads: 2,
+        list: false,
+        ignored: false,
+        include_ignored: false,
+        retries: 0,
+        keep_on_failure: false,
+        replay: None,
+        reports_dir: reports.to_path_buf(),
+        junit: None,
+        images: Default::default(),
+        connect: Default::default(),
+        cleanup_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        api_outage_budget: Duration::from_secs(30),
+        settle: Duration::from_millis(500),
+        quiet: true,
+        logfile: Some(reports.join("console.log")),
+        cancel: None,
+        repeat: 1,
+        certify: false,
+        upstream_applicable: vec![],
+        target: Default::default(),
+        panic_in_case: None,
+        record: false,
+    }
+}
+
+struct Env {
+    rt: tokio::runtime::Runtime,
+    cluster: Cluster,
+    fake: Arc<Mutex<FakeState>>,
+    dir: tempfile::TempDir,
+}
+
+fn env(setup: impl FnOnce(&mut FakeState)) -> Env {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (client, fake) = {
+        let _g = rt.enter();
+        fake_api::start(&recordings())
+    };
+    setup(&mut fake.lock().unwrap());
+    Env {
+        rt,
+        cluster: Cluster::from_client(client),
+        fake,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, RunError> {
+    let text = body.replace("REC", &recordings().display().to_string());
+    let path = e.dir.path().join("suite.yaml");
+    std::fs::write(&path, text).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|err| panic!("{err:?}"));
+    let cases = suites
+        .iter()
+        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
+        .collect();
+    run_live(o, cases, e.cluster.clone(), "streams1".into(), &e.rt)
+}
+
+/// The one case's last attempt and timeline.
+fn only(out: &RunOutcome) -> (&Attempt, &Timeline) {
+    let c = &out.summary.cases[0];
+    (c.last().unwrap(), c.timeline.as_ref().expect("timeline"))
+}
+
+/// No verdict failed and the case did not error: the API's trouble is never the node's fault.
+fn never_failed_by_the_api(a: &Attempt) {
+    assert!(a.error.is_none(), "harness error: {:?}", a.error);
+    for v in &a.verdicts {
+        assert_ne!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    }
+}
+
+const NEVER_SUCCESS: &str = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    expect:
+      - phase: Succeeded
+      - container: {name: main, exitCode: 0, reason: Completed, restartCount: 0}
+      - log: {container: main, regex: "^exiting 0$"}
+      - event: {reason: Started, container: main}
+      - never: {mark: {event: {reason: BackOff}}}
+"#;
+
+fn burst(resource_code: &[(&str, u16)], length: Duration) -> Env {
+    let bursts: Vec<(String, u16, Duration)> = resource_code.iter().map(|(r, c)| (r.to_string(), *c, length)).collect();
+    env(move |f| f.watch_status = bursts)
+}
+
+fn pod_gap_closed(tl: &Timeline, reason: &str) {
+    let g = tl
+        .gaps
+        .iter()
+        .find(|g| g.source == EvidenceSource::PodWatch)
+        .unwrap_or_else(|| panic!("no pod watch gap: {:?}", tl.gaps));
+    assert!(g.reason.contains(reason), "{}", g.describe());
+    assert!(g.to.is_some(), "closed when the watch came back: {}", g.describe());
+}
+
+#[test]
+fn watches_ride_through_429_for_longer_than_4s() {
+    let e = burst(&[("pods", 429), ("events", 429)], Duration::from_secs(6));
+    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    pod_gap_closed(tl, "429");
+    // The pod ran and ended while the watches were refused: its state came back with the list.
+    let kinds: Vec<_> = a.verdicts.iter().map(|v| (v.kind.as_str(), v.outcome)).collect();
+    assert!(kinds.contains(&("phase", Outcome::Pass)), "{kinds:?}");
+    assert!(kinds.contains(&("container", Outcome::Pass)), "{kinds:?}");
+    assert!(kinds.contains(&("log", Outcome::Pass)), "{kinds:?}");
+    // The events watch was down from the start: a seen event passes, an absence cannot.
+    assert!(kinds.contains(&("event", Outcome::Pass)), "{kinds:?}");
+    let never = a.verdicts.iter().find(|v| v.kind == "never").unwrap();
+    assert_eq!(never.outcome, Outcome::Undecided, "{}", never.evidence);
+    assert!(never.evidence.contains("events watch"), "{}", never.evidence);
+    // Retried for 6 s without erroring: many refused tries, each answered.
+    assert!(e.fake.lock().unwrap().count("/pods?") >= 3);
+}
+
+#[test]
+fn watches_ride_through_500s_for_longer_than_4s() {
+    let e = burst(&[("pods", 500)], Duration::from_secs(6));
+    let body = NEVER_SUCCESS.replace("      - never: {mark: {event: {reason: BackOff}}}\n", "");
+    let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    pod_gap_closed(tl, "500");
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Passed, "{:#?}", a.verdicts);
+}
+
+#[test]
+fn pod_watch_down_longer_than_the_budget_errors_the_case_and_says_why() {
+    let e = burst(&[("pods", 500)], Duration::from_secs(60));
+    let mut o = opts(e.dir.path());
+    o.api_outage_budget = Duration::from_secs(2);
+    let out = run(&e, &o, NEVER_SUCCESS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error);
+    let err = c.last().unwrap().error.clone().unwrap();
+    assert!(
+        err.contains("pod watch down for longer than the outage budget (2s)") && err.contains("500"),
+        "{err}"
+    );
+    assert!(c.last().unwrap().cleanup.deleted, "cleaned up");
+}
+
+const SIGTERM_HANDLED: &str = r#"
+name: mock
+cases:
+  - name: sigterm-handled
+    manifest: REC/sigterm-handled/manifest.yaml
+    steps:
+      - waitFor: {until: {containerSeen: {container: main, state: running}}}
+      - sleep: 8s
+      - delete: {}
+      - waitFor: {until: podGone}
+    marks:
+      term: {log: {container: main, regex: '^TERM received$'}}
+    expect:
+      - phase: Succeeded
+      - container: {name: main, exitCode: 0, reason: Completed}
+      - log: {container: main, regex: '^tick 30$'}
+      # Node clock only: the fake replays the recording's own log times.
+      - order: [{log: {container: main, regex: '^tick 5$'}}, term]
+      - order: [{action: {action: delete}}, {event: {reason: Killing}}, podGone]
+      - event: {reason: Killing, container: main, count: 1}
+"#;
+
+/// Tick numbers of main's log: contiguous from 1 when nothing was lost or duplicated.
+fn ticks(tl: &Timeline) -> Vec<u32> {
+    tl.logs_of("main", None)
+        .filter_map(|l| l.text.strip_prefix("tick ")?.parse().ok())
+        .collect()
+}
+
+fn recorded_ticks(name: &str) -> Vec<u32> {
+    ticks(&Recording::read(&recordings().join(name)).unwrap().timeline())
+}
+
+#[test]
+fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
+    // 5 s without an API server (above the old ~4 s error budget), in the middle of the case.
+    let e = env(|f| f.outage = Some((Duration::from_millis(1500), Duration::from_secs(5))));
+    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    // Both watches were down and came back; the gaps say when.
+    for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
+        let g = tl
+            .gaps
+            .iter()
+            .find(|g| g.source == source)
+            .unwrap_or_else(|| panic!("{source:?}"));
+        assert!(g.from.is_some() && g.to.is_some(), "{}", g.describe());
+        let down = g.to.unwrap().duration_since(g.from.unwrap()).as_secs_f64();
+        assert!((4.0..9.0).contains(&down), "{}", g.describe());
+    }
+    // The log follow broke at the outage and resumed: no tick lost, none twice, no log gap.
+    let got = ticks(tl);
+    let want: Vec<u32> = (1..=got.len() as u32).collect();
+    assert_eq!(got, want);
+    assert!(got.len() >= 40, "{}", got.len());
+    assert!(!tl.gaps.iter().any(|g| matches!(g.source, EvidenceSource::Logs { .. })));
+    assert!(tl.stats.log_duplicates > 0, "the resumed fetch overlapped");
+    // What the outage could hide is undecided: Killing exactly once, and the order through the
+    // first Killing (the kubelet cannot post events while the API is away, so an earlier one
+    // may be lost for good). The rest passes.
+    for v in &a.verdicts {
+        let hidden = v.kind == "event" || v.evidence.contains("Killing");
+        let expected = if hidden { Outcome::Undecided } else { Outcome::Pass };
+        assert_eq!(v.outcome, expected, "{}", v.evidence);
+    }
+    let f = e.fake.lock().unwrap();
+    assert!(f.count("(outage)") > 0, "requests were refused during the outage");
+    assert!(
+        f.count("sinceTime=") > 0,
+        "the log resumed with sinceTime: {:#?}",
+        f.requests
+    );
+    assert!(a.cleanup.deleted);
+}
+
+#[test]
+fn a_log_stream_that_breaks_mid_line_resumes_without_loss_or_duplicates() {
+    let e = env(|f| f.log_break_mid_line = true);
+    // `never` on a line after the break must see it (and fail): the stream went on.
+    let body = SIGTERM_HANDLED.replace(
+        "      - event: {reason: Killing, container: main, count: 1}\n",
+        "      - event: {reason: Killing, container: main, count: 1}\n      - never: {mark: {log: {container: main, regex: '^tick 20$'}}}\n",
+    );
+    let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+    let (a, tl) = only(&out);
+    assert_eq!(
+        ticks(tl),
+        recorded_ticks("sigterm-handled"),
+        "every line once, none cut"
+    );
+    let texts: Vec<&str> = tl.logs_of("main", None).map(|l| l.text.as_str()).collect();
+    assert!(
+        texts
+            .iter()
+            .all(|t| *t == "main start" || *t == "TERM received" || t.starts_with("tick ")),
+        "{texts:?}"
+    );
+    for v in &a.verdicts {
+        let expected = if v.kind == "never" {
+            Outcome::Fail
+        } else {
+            Outcome::Pass
+        };
+        assert_eq!(v.outcome, expected, "{}", v.evidence);
+    }
+    let never = a.verdicts.iter().find(|v| v.kind == "never").unwrap();
+    assert!(never.evidence.contains("it occurred"), "{}", never.evidence);
+    assert!(e.fake.lock().unwrap().count("sinceTime=") > 0);
+}
+
+#[test]
+fn a_log_line_with_invalid_utf8_does_not_stop_the_stream() {
+    let e = env(|f| f.log_invalid_utf8 = true);
+    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
+    let (a, tl) = only(&out);
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Passed, "{:#?}", a.verdicts);
+    // The damaged line is kept, decoded lossily; every later line is there.
+    let texts: Vec<&str> = tl.logs_of("main", None).map(|l| l.text.as_str()).collect();
+    assert!(texts.contains(&"\u{FFFD}\u{FFFD}tick 1"), "{:?}", &texts[..3]);
+    assert_eq!(ticks(tl), recorded_ticks("sigterm-handled")[1..].to_vec());
+}
+
+#[test]
+fn events_forbidden_at_runtime_make_never_event_undecided() {
+    let e = env(|f| f.forbid_events = true);
+    let mut o = opts(e.dir.path());
+    o.api_outage_budget = Duration::from_secs(3);
+    let out = run(&e, &o, NEVER_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    let g = tl.gaps.iter().find(|g| g.source == EvidenceSource::Events).unwrap();
+    assert!(g.from.is_none() && g.to.is_none(), "never available: {}", g.describe());
+    assert!(g.reason.contains("403"), "{}", g.describe());
+    for v in &a.verdicts {
+        let expected = if matches!(v.kind.as_str(), "event" | "never") {
+            Outcome::Undecided
+        } else {
+            Outcome::Pass
+        };
+        assert_eq!(v.outcome, expected, "{}", v.evidence);
+    }
+    let never = a.verdicts.iter().find(|v| v.kind == "never").unwrap();
+    assert!(
+        never
+            .evidence
+            .contains("events watch never available (list: 403 Forbidden"),
+        "{}",
+        never.evidence
+    );
+    assert_ne!(out.summary.cases[0].status, CaseStatus::Passed);
+}
+
+#[test]
+fn events_forbidden_at_preflight_is_one_clear_error() {
+    let e = env(|f| {
+        f.deny.insert(("list".into(), "events".into()));
+    });
+    let err = run(&e, &opts(e.dir.path()), NEVER_SUCCESS)
+        .err()
+        .expect("preflight fails");
+    assert!(err.to_string().contains("may not list events"), "{err}");
+    assert_eq!(e.fake.lock().unwrap().count("POST /api/v1/namespaces"), 0);
+}
