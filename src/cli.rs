@@ -690,7 +690,7 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Err(c) => return c,
     };
     // The run's own cases, judged with the current suites; a case the suites no longer have is said.
-    let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.full_name()).collect();
+    let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.case_name()).collect();
     let known: std::collections::BTreeSet<String> =
         suites.iter().flat_map(|s| &s.cases).map(|c| c.full_name()).collect();
     for gone in ran.difference(&known) {
