@@ -63,7 +63,8 @@ pub struct RunArgs {
     /// Skip cases whose name contains this (repeatable).
     #[arg(long)]
     pub skip: Vec<String>,
-    /// Cases run at the same time (default: all, at most 16 per Ready node).
+    /// Cases run at the same time (default: all, at most 16 per Ready node); with --each-node,
+    /// cases run at the same time on each node.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub test_threads: Option<u32>,
     /// List the cases instead of running them.
@@ -135,9 +136,14 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub profile: Option<Profile>,
     /// Pin every case's pod to this node (spec.nodeName).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", conflicts_with = "each_node")]
     pub node: Option<String>,
-    /// Add a nodeSelector to every case's pod (repeatable).
+    /// Fleet certification: run every selected case once on each node (Ready, not cordoned, no
+    /// NoSchedule/NoExecute taint; --node-selector narrows the set), all nodes at once, and
+    /// report a node × area matrix and the odd node out.
+    #[arg(long)]
+    pub each_node: bool,
+    /// Add a nodeSelector to every case's pod (repeatable); with --each-node, choose the nodes.
     #[arg(long = "node-selector", value_name = "KEY=VALUE", value_parser = parse_image)]
     pub node_selector: Vec<(String, String)>,
     /// Run every case's pod with this RuntimeClass (runc, crun, gVisor, Kata ...).
@@ -586,6 +592,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
             node: args.node,
             node_selector: args.node_selector.into_iter().collect(),
             runtime_class: args.runtime_class,
+            each_node: args.each_node,
         },
         panic_in_case: None,
         record: !args.no_record,
@@ -604,7 +611,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
     }
     if opts.replay.is_some() && !opts.target.is_empty() {
         eprintln!(
-            "error: --node, --node-selector and --runtime-class pin pods on a live cluster; they do not apply to --replay"
+            "error: --node, --node-selector, --runtime-class and --each-node pin pods on a live cluster; they do not apply to --replay (a replayed --each-node run replays each node)"
         );
         return ExitCode::from(2);
     }
@@ -683,7 +690,7 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Err(c) => return c,
     };
     // The run's own cases, judged with the current suites; a case the suites no longer have is said.
-    let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.full_name()).collect();
+    let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.case_name()).collect();
     let known: std::collections::BTreeSet<String> =
         suites.iter().flat_map(|s| &s.cases).map(|c| c.full_name()).collect();
     for gone in ran.difference(&known) {

@@ -209,6 +209,7 @@ fn report(suite: &str, tag: &str, case: &str, status: CaseStatus, reason: Option
         pass_rate: 0.0,
         measurements: vec![],
         node: None,
+        target_node: None,
         timeline_file: None,
         timeline: None,
     }

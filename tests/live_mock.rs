@@ -339,6 +339,7 @@ fn node_and_runtime_class_are_injected_and_fingerprinted() {
         node: Some("fake-node".into()),
         node_selector: [("pool".to_string(), "runc".to_string())].into(),
         runtime_class: Some("gvisor".into()),
+        each_node: false,
     };
     let out = run(&e, &o, NEVER_SUCCESS).unwrap();
     assert_eq!(out.summary.cases[0].status, CaseStatus::Passed);

@@ -24,6 +24,8 @@ pub const CASE_LABEL: &str = "podlife.dev/case";
 pub const SUITE_LABEL: &str = "podlife.dev/suite";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const FIELD_MANAGER: &str = "podlife";
+/// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// A harness error talking to the cluster (exit code 2 at preflight; a case error later).
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +130,58 @@ pub struct NodeInfo {
     pub kernel_version: String,
     pub os_image: String,
     pub architecture: String,
+    /// Its `kubernetes.io/hostname` label: what `--each-node` pins pods with (see `fleet_target`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// The runtime handlers the kubelet reports (`status.runtimeHandlers`, Kubernetes 1.30+);
+    /// the default handler is reported without a name and listed as `default`. Which binary
+    /// (runc, crun) the default handler runs is not visible through the API.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runtime_handlers: Vec<String>,
+    /// Cordoned (`spec.unschedulable`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unschedulable: bool,
+    /// Taints as `key=value:Effect`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub taints: Vec<String>,
+}
+
+impl NodeInfo {
+    /// Why `--each-node` leaves this node out by default (None: it certifies it): not Ready,
+    /// cordoned, or a NoSchedule/NoExecute taint (podlife's pods tolerate none, so the scheduler
+    /// would never place them there).
+    pub fn left_out_because(&self) -> Option<String> {
+        if !self.ready {
+            return Some("not Ready".into());
+        }
+        if self.unschedulable {
+            return Some("cordoned".into());
+        }
+        let blocking: Vec<&String> = self
+            .taints
+            .iter()
+            .filter(|t| t.ends_with(":NoSchedule") || t.ends_with(":NoExecute"))
+            .collect();
+        if !blocking.is_empty() {
+            let list: Vec<&str> = blocking.iter().map(|t| t.as_str()).collect();
+            return Some(format!("taint {}", list.join(", ")));
+        }
+        None
+    }
+
+    /// The facts that make two nodes run pods the same way: kubelet, runtime and its handlers,
+    /// kernel, OS image, architecture. Nodes with equal keys form a group for the odd node out.
+    pub fn group_key(&self) -> String {
+        format!(
+            "kubelet {} · {} · handlers [{}] · kernel {} · {} · {}",
+            self.kubelet_version,
+            self.container_runtime_version,
+            self.runtime_handlers.join(", "),
+            self.kernel_version,
+            self.os_image,
+            self.architecture
+        )
+    }
 }
 
 /// The cluster fingerprint recorded in every report.
@@ -147,6 +201,9 @@ pub struct Fingerprint {
     /// How pods were pinned (`--node`, `--node-selector`); `nodes` lists only those targeted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_target: Option<String>,
+    /// `--each-node`: every case ran once on each node of `nodes`, pinned to it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub each_node: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -176,13 +233,28 @@ impl Fingerprint {
             out.push(("nodeTarget".into(), t.clone()));
         }
         for n in &self.nodes {
-            let p = format!("node.{}", n.name);
-            out.push((format!("{p}.kubelet"), n.kubelet_version.clone()));
-            out.push((format!("{p}.runtime"), n.container_runtime_version.clone()));
-            out.push((format!("{p}.kernel"), n.kernel_version.clone()));
-            out.push((format!("{p}.osImage"), n.os_image.clone()));
-            out.push((format!("{p}.arch"), n.architecture.clone()));
+            out.extend(n.properties(&format!("node.{}", n.name)));
         }
+        out
+    }
+}
+
+impl NodeInfo {
+    /// Key/value pairs of this node's fingerprint, keys prefixed with `prefix`.
+    pub fn properties(&self, prefix: &str) -> Vec<(String, String)> {
+        let p = prefix;
+        let mut out = vec![
+            (format!("{p}.kubelet"), self.kubelet_version.clone()),
+            (format!("{p}.runtime"), self.container_runtime_version.clone()),
+        ];
+        if !self.runtime_handlers.is_empty() {
+            out.push((format!("{p}.runtimeHandlers"), self.runtime_handlers.join(",")));
+        }
+        out.extend([
+            (format!("{p}.kernel"), self.kernel_version.clone()),
+            (format!("{p}.osImage"), self.os_image.clone()),
+            (format!("{p}.arch"), self.architecture.clone()),
+        ]);
         out
     }
 }
@@ -342,6 +414,9 @@ impl Cluster {
                 Err(e) => return Err(api_err(format!("get runtimeclass {rc}"), &e)),
             }
         }
+        if target.each_node {
+            return self.select_fleet(fp, target).await;
+        }
         if target.node.is_none() && target.node_selector.is_empty() {
             return Ok(());
         }
@@ -368,6 +443,54 @@ impl Cluster {
         }
         fp.nodes = infos;
         fp.node_target = Some(what);
+        Ok(())
+    }
+
+    /// `--each-node`: the nodes to certify, each with its fingerprint. The set is every node
+    /// matching `--node-selector` (all nodes without one) that is Ready, not cordoned and has no
+    /// NoSchedule/NoExecute taint; the fingerprint lists exactly those, and `node_target` says
+    /// which were left out and why.
+    pub async fn select_fleet(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
+        let mut lp = ListParams::default();
+        let sel: Vec<String> = target.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !sel.is_empty() {
+            lp = lp.labels(&sel.join(","));
+        }
+        let nodes = Api::<Node>::all(self.client.clone())
+            .list(&lp)
+            .await
+            .map_err(|e| api_err("list nodes (--each-node)", &e))?;
+        let mut infos: Vec<NodeInfo> = nodes.items.iter().map(node_info).collect();
+        infos.sort_by(|a, b| a.name.cmp(&b.name));
+        let (chosen, out): (Vec<NodeInfo>, Vec<NodeInfo>) =
+            infos.into_iter().partition(|n| n.left_out_because().is_none());
+        let among = if sel.is_empty() {
+            "nodes".to_string()
+        } else {
+            format!("nodes with labels {}", sel.join(","))
+        };
+        if chosen.is_empty() {
+            let why: Vec<String> = out
+                .iter()
+                .map(|n| format!("{} ({})", n.name, n.left_out_because().unwrap_or_default()))
+                .collect();
+            return Err(ClusterError::NoReadyNode(if why.is_empty() {
+                format!("--each-node: no {among}")
+            } else {
+                format!("--each-node: no Ready, schedulable {among}: {}", why.join(", "))
+            }));
+        }
+        let mut what = format!("each node: {} Ready, schedulable {among}", chosen.len());
+        if !out.is_empty() {
+            let why: Vec<String> = out
+                .iter()
+                .map(|n| format!("{} ({})", n.name, n.left_out_because().unwrap_or_default()))
+                .collect();
+            what.push_str(&format!("; left out: {}", why.join(", ")));
+        }
+        fp.nodes = chosen;
+        fp.node_target = Some(what);
+        fp.each_node = true;
         Ok(())
     }
 
@@ -449,6 +572,7 @@ fn node_info(n: &Node) -> NodeInfo {
         .iter()
         .flatten()
         .any(|c| c.type_ == "Ready" && c.status == "True");
+    let spec = n.spec.clone().unwrap_or_default();
     NodeInfo {
         name: n.metadata.name.clone().unwrap_or_default(),
         ready,
@@ -457,6 +581,26 @@ fn node_info(n: &Node) -> NodeInfo {
         kernel_version: info.kernel_version,
         os_image: info.os_image,
         architecture: info.architecture,
+        hostname: n.metadata.labels.as_ref().and_then(|l| l.get(HOSTNAME_LABEL)).cloned(),
+        runtime_handlers: st
+            .runtime_handlers
+            .iter()
+            .flatten()
+            .map(|h| match h.name.as_deref() {
+                None | Some("") => "default".to_string(),
+                Some(n) => n.to_string(),
+            })
+            .collect(),
+        unschedulable: spec.unschedulable.unwrap_or(false),
+        taints: spec
+            .taints
+            .iter()
+            .flatten()
+            .map(|t| match &t.value {
+                Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+                _ => format!("{}:{}", t.key, t.effect),
+            })
+            .collect(),
     }
 }
 

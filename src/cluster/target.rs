@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::NodeInfo;
+
 /// What is being certified on a mixed cluster: injected into every case's pod.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -14,11 +16,38 @@ pub struct Target {
     pub node_selector: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_class: Option<String>,
+    /// `--each-node`: every case runs once on each selected node (`node_selector` then chooses
+    /// the nodes), pinned to it by [`Target::on_node`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub each_node: bool,
 }
 
 impl Target {
     pub fn is_empty(&self) -> bool {
-        self.node.is_none() && self.node_selector.is_empty() && self.runtime_class.is_none()
+        self.node.is_none() && self.node_selector.is_empty() && self.runtime_class.is_none() && !self.each_node
+    }
+
+    /// The target of one `--each-node` copy of a case: this target, pinned to `node`.
+    ///
+    /// Pinned by a nodeSelector on `kubernetes.io/hostname`, not by `spec.nodeName`: a pod with
+    /// a nodeName bypasses the scheduler, so it gets no `Scheduled` event and no
+    /// `PodScheduled` condition from it (the status suite expects both), is not held back by
+    /// the node's capacity (the kubelet rejects it as OutOfcpu/OutOfmemory instead: a false
+    /// failure under load) and ignores taints. Through the scheduler each copy runs exactly as
+    /// an unpinned case would, on the chosen node. A node without the label falls back to
+    /// nodeName.
+    pub fn on_node(&self, node: &NodeInfo) -> Target {
+        let mut t = Target {
+            each_node: false,
+            ..self.clone()
+        };
+        match &node.hostname {
+            Some(h) => {
+                t.node_selector.insert(super::HOSTNAME_LABEL.to_string(), h.clone());
+            }
+            None => t.node = Some(node.name.clone()),
+        }
+        t
     }
 
     /// Sets nodeName, merges nodeSelector and sets runtimeClassName in a pod manifest.

@@ -15,19 +15,54 @@ use crate::results::{CaseReport, CaseStatus, RunSummary, failure_message};
 /// Lines of each container's log kept in system-out.
 const LOG_TAIL: usize = 20;
 
+/// The testsuite (and classname) of a case: its suite, or `suite@node` for an `--each-node`
+/// copy.
+///
+/// With `--each-node` every node gets its own testsuite per suite rather than the node being
+/// only a property: GitLab's test report, GitHub's JUnit actions (dorny/test-reporter,
+/// action-junit-report) and Jenkins' JUnit plugin show suite and class names but do not display
+/// properties, and Jenkins and GitLab merge test cases with the same classname and name — one
+/// node's failure would hide behind another's pass. With the node in the suite and class name,
+/// each renderer lists every node's result and a failure reads `probes@vm2 / liveness-fail`.
+pub fn suite_name(c: &CaseReport) -> String {
+    match &c.target_node {
+        Some(n) => format!("{}@{n}", c.suite),
+        None => c.suite.clone(),
+    }
+}
+
 pub fn junit_report(s: &RunSummary) -> Report {
     let mut report = Report::new("podlife");
     report.set_timestamp(ts(s.started));
     report.set_time(dur(s.finished.duration_since(s.started).as_secs_f64()));
-    let mut suites: BTreeMap<&str, Vec<&CaseReport>> = BTreeMap::new();
+    let mut suites: BTreeMap<String, Vec<&CaseReport>> = BTreeMap::new();
     for c in &s.cases {
-        suites.entry(c.suite.as_str()).or_default().push(c);
+        suites.entry(suite_name(c)).or_default().push(c);
     }
     for (name, cases) in suites {
-        let mut ts_ = TestSuite::new(name);
+        let mut ts_ = TestSuite::new(name.as_str());
         ts_.add_property(("podlife.run", s.run_id.as_str()));
-        for (k, v) in s.fingerprint.properties() {
-            ts_.add_property((k.as_str(), v.as_str()));
+        let node = cases.first().and_then(|c| c.target_node.as_deref());
+        match node {
+            // A node's testsuite carries that node's fingerprint (not all N nodes').
+            Some(n) => {
+                for (k, v) in s.fingerprint.properties() {
+                    if !k.starts_with("node.") {
+                        ts_.add_property((k.as_str(), v.as_str()));
+                    }
+                }
+                ts_.add_property(("node", n));
+                if let Some(info) = s.fingerprint.nodes.iter().find(|i| i.name == n) {
+                    for (k, v) in info.properties("node") {
+                        ts_.add_property((k.as_str(), v.as_str()));
+                    }
+                }
+            }
+            None => {
+                for (k, v) in s.fingerprint.properties() {
+                    ts_.add_property((k.as_str(), v.as_str()));
+                }
+            }
         }
         for c in cases {
             ts_.add_test_case(test_case(c));
@@ -88,7 +123,10 @@ fn test_case(c: &CaseReport) -> TestCase {
         }
     };
     let mut tc = TestCase::new(c.case.as_str(), status);
-    tc.set_classname(c.suite.as_str());
+    tc.set_classname(suite_name(c));
+    if let Some(n) = &c.target_node {
+        tc.add_property(("node", n.as_str()));
+    }
     if let Some(a) = last {
         tc.set_time(dur(a.duration_s));
         tc.set_timestamp(ts(a.started));

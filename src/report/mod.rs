@@ -10,9 +10,13 @@ use std::path::Path;
 
 use crate::results::RunSummary;
 
-/// File name of a case's timeline: `<suite>__<case>.json`.
-pub fn timeline_file(suite: &str, case: &str) -> String {
-    format!("timelines/{suite}__{case}.json")
+/// File name of a case's timeline: `<suite>__<case>.json` (`<suite>__<case>@<node>.json` for
+/// an `--each-node` copy).
+pub fn timeline_file(suite: &str, case: &str, node: Option<&str>) -> String {
+    match node {
+        Some(n) => format!("timelines/{suite}__{case}@{n}.json"),
+        None => format!("timelines/{suite}__{case}.json"),
+    }
 }
 
 /// A report file or folder that could not be written, with its path.
@@ -47,7 +51,7 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
     mkdir(&dir.join("timelines"))?;
     for c in &mut summary.cases {
         if let Some(tl) = &c.timeline {
-            let rel = timeline_file(&c.suite, &c.case);
+            let rel = timeline_file(&c.suite, &c.case, c.target_node.as_deref());
             let path = dir.join(&rel);
             let json = serde_json::to_string_pretty(tl).map_err(|e| other(&path, &e))?;
             write(&path, json)?;

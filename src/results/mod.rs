@@ -131,6 +131,10 @@ pub struct CaseReport {
     /// The node the pod ran on (last attempt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// `--each-node`: the node this copy of the case was pinned to. Part of the case's identity
+    /// (`suite::case@node`) in every report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_node: Option<String>,
     /// Path of the timeline JSON (relative to the report folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline_file: Option<String>,
@@ -139,11 +143,25 @@ pub struct CaseReport {
 }
 
 impl CaseReport {
+    /// `suite::case`, or `suite::case@node` for an `--each-node` copy.
     pub fn full_name(&self) -> String {
+        case_id(&self.suite, &self.case, self.target_node.as_deref())
+    }
+
+    /// `suite::case` without the node.
+    pub fn case_name(&self) -> String {
         format!("{}::{}", self.suite, self.case)
     }
     pub fn last(&self) -> Option<&Attempt> {
         self.attempts.last()
+    }
+}
+
+/// The identity of a case in reports: `suite::case`, and `@node` for an `--each-node` copy.
+pub fn case_id(suite: &str, case: &str, node: Option<&str>) -> String {
+    match node {
+        Some(n) => format!("{suite}::{case}@{n}"),
+        None => format!("{suite}::{case}"),
     }
 }
 

@@ -47,15 +47,22 @@ pub struct CaseEnv {
     pub api_outage_budget: Duration,
     /// Record every attempt under this folder (`reports/<runid>/recordings`); see `record`.
     pub record: Option<std::path::PathBuf>,
+    /// `--each-node`: the node this copy of the case runs on (part of its identity: namespace,
+    /// recording folder); `target` pins it there.
+    pub node: Option<String>,
 }
 
 impl CaseEnv {
     /// The namespace of this attempt of the case, unique in the run (see `suite::naming`).
     pub fn claim_namespace(&self, case: &LoadedCase, attempt: usize) -> String {
         let mut used = self.used_names.lock().expect("namespace names");
-        let name = namespace_name(&self.run_id, &case.suite, case.name(), attempt);
+        let node = self.node.as_deref();
+        let name = match node {
+            Some(n) => crate::suite::naming::node_namespace_name(&self.run_id, &case.suite, case.name(), n, attempt),
+            None => namespace_name(&self.run_id, &case.suite, case.name(), attempt),
+        };
         let name = if used.contains(&name) {
-            crate::suite::naming::namespace_name_alt(&self.run_id, &case.suite, case.name(), attempt)
+            crate::suite::naming::namespace_name_alt(&self.run_id, &case.suite, case.name(), node, attempt)
         } else {
             name
         };
@@ -239,7 +246,7 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
 /// warning, never a reason to perturb the case.
 fn start_recording(env: &CaseEnv, case: &LoadedCase, ns: &str, attempt_no: usize) -> Option<SharedRecorder> {
     let root = env.record.as_ref()?;
-    let dir = root.join(record::case_dir_name(&case.suite, case.name()));
+    let dir = root.join(record::case_dir_name(&case.suite, case.name(), env.node.as_deref()));
     match Recorder::create(&dir, attempt_no + 1, &case.full_name(), ns) {
         Ok(r) => Some(Arc::new(Mutex::new(r))),
         Err(e) => {

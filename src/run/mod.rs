@@ -16,7 +16,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::cluster::Target;
-use crate::cluster::{Cluster, ConnectOptions, Fingerprint};
+use crate::cluster::{Cluster, ConnectOptions, Fingerprint, NodeInfo};
 use crate::results::{Attempt, AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
 use crate::suite::{LoadedCase, Suite};
 use case::CaseEnv;
@@ -79,6 +79,66 @@ pub const CASES_PER_NODE: usize = 16;
 /// cases can land on (at least one node is assumed: replays have none).
 pub fn default_threads(cases: usize, ready_nodes: usize) -> usize {
     cases.clamp(1, CASES_PER_NODE * ready_nodes.max(1))
+}
+
+/// libtest-mimic threads that wait for the results of `--each-node` lanes: they only print, so
+/// a few suffice (a result that waits behind a slower one is printed a little later, not run
+/// later).
+const LIBTEST_WAITERS: usize = 16;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// `--each-node` scheduling: one lane per node, each running its cases in order with at most
+/// `per_node` at once. A slow or hung node fills only its own lane, so it never holds back the
+/// cases of another node (a shared pool of threads would fill up with cases waiting for it).
+#[derive(Default)]
+struct Lanes(BTreeMap<String, Vec<Job>>);
+
+impl Lanes {
+    /// Queues `job` on `node`'s lane; returns what the trial calls to wait for its report. A job
+    /// that never reports (its lane died) is an error of the case, never a silent pass.
+    fn push(
+        &mut self,
+        node: &str,
+        job: impl FnOnce() -> CaseReport + Send + 'static,
+        base: CaseReport,
+    ) -> impl FnOnce() -> CaseReport + Send + 'static {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.0.entry(node.to_string()).or_default().push(Box::new(move || {
+            let _ = tx.send(job());
+        }));
+        move || {
+            rx.recv().unwrap_or_else(|_| {
+                let mut r = base;
+                r.status = CaseStatus::Error;
+                r.attempts = vec![Attempt {
+                    error: Some("podlife recorded no result for this case (a bug in podlife)".into()),
+                    ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
+                }];
+                r.repetitions = vec![1];
+                r
+            })
+        }
+    }
+
+    /// Starts every lane: a task per node hands its cases, in order, to blocking threads as
+    /// slots free up (the cases block on their own runtime calls, as libtest threads do).
+    fn start(self, rt: &tokio::runtime::Runtime, per_node: usize) {
+        for (_, jobs) in self.0 {
+            let slots = Arc::new(tokio::sync::Semaphore::new(per_node.max(1)));
+            rt.spawn(async move {
+                for job in jobs {
+                    let Ok(permit) = slots.clone().acquire_owned().await else {
+                        return;
+                    };
+                    tokio::task::spawn_blocking(move || {
+                        job();
+                        drop(permit);
+                    });
+                }
+            });
+        }
+    }
 }
 
 /// A short, unique, DNS-safe run id.
@@ -322,6 +382,7 @@ pub fn execute(
         request_timeout: opts.request_timeout,
         api_outage_budget: opts.api_outage_budget,
         record: None,
+        node: None,
     };
     let mut env = env;
     if let Source::Live(_) = &source
@@ -364,7 +425,25 @@ pub fn execute(
             std::process::exit(i32::from(first.exit_code));
         });
     }
+    // --each-node: every case once on each node the fingerprint lists (the preflight chose them;
+    // a replay reads them from the recorded run).
+    let fleet: Vec<NodeInfo> = if fingerprint.each_node {
+        fingerprint.nodes.clone()
+    } else {
+        vec![]
+    };
+    let per_case = fleet.len().max(1);
     let threads = match opts.test_threads {
+        0 if !fleet.is_empty() => {
+            let n = default_threads(cases.len(), 1);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running every case on each of {} nodes, all nodes at once, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
+                    fleet.len()
+                );
+            }
+            n
+        }
         0 => {
             let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
             let n = default_threads(cases.len(), ready);
@@ -377,9 +456,19 @@ pub fn execute(
         }
         n => n,
     };
-    let args = libtest_args(opts, threads);
+    // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
+    // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
+    let args = libtest_args(
+        opts,
+        if fleet.is_empty() {
+            threads
+        } else {
+            (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
+        },
+    );
+    let mut lanes = Lanes::default();
     // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
-    let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len()]));
+    let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len() * per_case]));
     // Selected cases that libtest-mimic will not run (ignored), and those it will.
     let mut ignored_reports: Vec<(usize, CaseReport)> = vec![];
     let mut running: Vec<(usize, CaseReport)> = vec![];
@@ -397,22 +486,41 @@ pub fn execute(
     // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
     let mut cases = cases;
     cases.sort_by_key(|(_, c)| std::cmp::Reverse(c.timeout));
+    // Each case's copies on every node side by side, so every node's lane gets its longest
+    // cases first too.
+    let work: Vec<(Suite, LoadedCase, Option<NodeInfo>)> = cases
+        .into_iter()
+        .flat_map(|(s, c)| {
+            let on: Vec<Option<NodeInfo>> = if fleet.is_empty() {
+                vec![None]
+            } else {
+                fleet.iter().cloned().map(Some).collect()
+            };
+            on.into_iter().map(move |n| (s.clone(), c.clone(), n))
+        })
+        .collect();
     let mut trials = vec![];
-    for (slot, (suite, case)) in cases.into_iter().enumerate() {
-        let (ignored, reason) = ignore_reason(&case, server, &source);
-        let name = case.full_name();
+    for (slot, (suite, case, node)) in work.into_iter().enumerate() {
+        let node_name = node.as_ref().map(|n| n.name.clone());
+        let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), server, &source);
+        let name = crate::results::case_id(&case.suite, case.name(), node_name.as_deref());
         let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
         let selected = !args.is_filtered_out(&probe);
         let runs = selected && !args.is_ignored(&probe);
         let slots = slots.clone();
-        let env = env.clone();
+        let mut env = env.clone();
+        if let Some(n) = &node {
+            env.target = opts.target.on_node(n);
+            env.node = Some(n.name.clone());
+        }
         let source = source.clone();
         let replay_plan = replay_plan.clone();
         let handle = rt.handle().clone();
         let retries = opts.retries;
         let repeat = opts.repeat;
         let interrupted = interrupted.clone();
-        let inject_panic = opts.panic_in_case.as_deref() == Some(name.as_str());
+        let inject_panic = opts.panic_in_case.as_deref() == Some(name.as_str())
+            || opts.panic_in_case.as_deref() == Some(case.full_name().as_str());
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
             suite: case.suite.clone(),
@@ -429,6 +537,7 @@ pub fn execute(
             pass_rate: 0.0,
             measurements: vec![],
             node: None,
+            target_node: node_name.clone(),
             timeline_file: None,
             timeline: None,
         };
@@ -441,11 +550,13 @@ pub fn execute(
         } else if runs {
             running.push((slot, base.clone()));
         }
-        let trial = libtest_mimic::Trial::ignorable_test(name, move || {
+        let plan_key = name.clone();
+        let fallback = base.clone();
+        let lane_base = base.clone();
+        let job = move || {
             // A panic anywhere in running or summarising the case becomes an error of this case
             // (libtest-mimic would otherwise print it as a failure we never hear of).
-            let fallback = base.clone();
-            let report = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 run_trial(
                     base,
                     &case,
@@ -456,16 +567,24 @@ pub fn execute(
                     repeat,
                     &interrupted,
                     inject_panic,
-                    replay_plan.get(&case.full_name()).map(Vec::as_slice),
+                    replay_plan.get(&plan_key).map(Vec::as_slice),
                 )
             }))
             .unwrap_or_else(|p| {
-                let mut r = fallback;
+                let mut r = fallback.clone();
                 r.status = CaseStatus::Error;
                 r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
                 r.repetitions = vec![1];
                 r
-            });
+            })
+        };
+        // In a lane the case runs as soon as its node has a free slot; the trial only waits.
+        let job: Box<dyn FnOnce() -> CaseReport + Send> = match &node_name {
+            Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
+            _ => Box::new(job),
+        };
+        let trial = libtest_mimic::Trial::ignorable_test(name, move || {
+            let report = job();
             let message = failure_message(&report);
             let status = report.status;
             slots.lock().expect("reports")[slot] = Some(report);
@@ -483,6 +602,7 @@ pub fn execute(
         .with_ignored_flag(ignored);
         trials.push(trial);
     }
+    lanes.start(rt, threads);
     // The statuses decide the exit code, not libtest-mimic's conclusion.
     let _ = libtest_mimic::run(&args, trials);
     let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
@@ -594,7 +714,7 @@ fn run_trial(
                     panic!("injected by the panic_in_case test hook");
                 }
                 match source {
-                    Source::Replay(dir) => replay_attempt(dir, case, k),
+                    Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
                     Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
                 }
             }))
@@ -602,7 +722,7 @@ fn run_trial(
                 let a = panicked(&*p, started, t0);
                 // The attempt's recording ends with the crash, so a replay reports it the same way.
                 if let (Source::Live(_), Some(root)) = (source, &env.record)
-                    && let Err(e) = record::close_after_panic(root, case, attempt_no + 1, &a)
+                    && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
                 {
                     eprintln!("warning: recording of a crashed attempt: {e}");
                 }
@@ -688,7 +808,12 @@ async fn sweep(
     leftovers
 }
 
-fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source) -> (bool, Option<String>) {
+fn ignore_reason(
+    case: &LoadedCase,
+    node: Option<&str>,
+    server: Option<(u32, u32)>,
+    source: &Source,
+) -> (bool, Option<String>) {
     if let (Some(min), Some(have)) = (case.min_server_version, server)
         && have < min
     {
@@ -704,14 +829,14 @@ fn ignore_reason(case: &LoadedCase, server: Option<(u32, u32)>, source: &Source)
         if is_run_folder(dir) {
             let rec = dir
                 .join("recordings")
-                .join(record::case_dir_name(&case.suite, case.name()));
-            let tl = stored_timeline(dir, case);
+                .join(record::case_dir_name(&case.suite, case.name(), node));
+            let tl = stored_timeline(dir, case, node);
             if !rec.is_dir() && !tl.is_file() {
                 return (
                     true,
                     Some(format!(
                         "no recording or timeline of `{}` in {}",
-                        case.full_name(),
+                        crate::results::case_id(&case.suite, case.name(), node),
                         dir.display()
                     )),
                 );
@@ -749,34 +874,38 @@ pub fn is_run_folder(dir: &std::path::Path) -> bool {
 
 /// One attempt replayed: from a run folder, attempt `n` of the case's recordings (or, for runs
 /// recorded without `--record`, its judged timeline); from a recordings folder, `<dir>/<case>`.
-fn replay_attempt(dir: &std::path::Path, case: &LoadedCase, n: usize) -> crate::results::Attempt {
+fn replay_attempt(dir: &std::path::Path, case: &LoadedCase, node: Option<&str>, n: usize) -> crate::results::Attempt {
     if !is_run_folder(dir) {
         return case::replay_case(case, &dir.join(case.name()));
     }
     let recs = dir
         .join("recordings")
-        .join(record::case_dir_name(&case.suite, case.name()));
+        .join(record::case_dir_name(&case.suite, case.name(), node));
     if recs.is_dir() {
         return case::replay_case(case, &recs.join(format!("attempt-{n}")));
     }
-    case::judge_timeline_file(case, &stored_timeline(dir, case))
+    case::judge_timeline_file(case, &stored_timeline(dir, case, node))
 }
 
 /// The timeline JSON a run folder holds for a case (the name `report::timeline_file` writes;
 /// `run` never imports `report`).
-fn stored_timeline(dir: &std::path::Path, case: &LoadedCase) -> PathBuf {
-    dir.join("timelines")
-        .join(format!("{}__{}.json", case.suite, case.name()))
+fn stored_timeline(dir: &std::path::Path, case: &LoadedCase, node: Option<&str>) -> PathBuf {
+    let name = match node {
+        Some(n) => format!("{}__{}@{n}.json", case.suite, case.name()),
+        None => format!("{}__{}.json", case.suite, case.name()),
+    };
+    dir.join("timelines").join(name)
 }
 
-/// The `suite::case` names a run folder's `summary.json` reports (None: not a finished run).
+/// The `suite::case` names a run folder's `summary.json` reports, without the node of an
+/// `--each-node` copy (None: not a finished run).
 fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
     if !is_run_folder(dir) {
         return None;
     }
     let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
     let s: RunSummary = serde_json::from_str(&text).ok()?;
-    Some(s.cases.iter().map(|c| c.full_name()).collect())
+    Some(s.cases.iter().map(|c| c.case_name()).collect())
 }
 
 /// Before replaying a run folder: walk the attempts as the live run did (its `--retries` and
@@ -802,14 +931,23 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
         if !crate::cli::selected(&case.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip) {
             continue;
         }
-        let recs = dir
-            .join("recordings")
-            .join(record::case_dir_name(&case.suite, case.name()));
-        let Ok(rd) = std::fs::read_dir(&recs) else { continue };
-        let mut attempts: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-        attempts.sort();
-        for a in attempts {
-            crate::observe::Recording::read(&a).map_err(|e| e.to_string())?;
+        // The case's folder, and those of its --each-node copies (`…@<node>`).
+        let plain = record::case_dir_name(&case.suite, case.name(), None);
+        let Ok(all) = std::fs::read_dir(dir.join("recordings")) else {
+            continue;
+        };
+        let folders = all.flatten().map(|e| e.path()).filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n == plain || n.strip_prefix(plain.as_str()).is_some_and(|r| r.starts_with('@')))
+        });
+        for recs in folders {
+            let Ok(rd) = std::fs::read_dir(&recs) else { continue };
+            let mut attempts: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+            attempts.sort();
+            for a in attempts {
+                crate::observe::Recording::read(&a).map_err(|e| e.to_string())?;
+            }
         }
     }
     Ok(())
@@ -856,6 +994,7 @@ pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
             kernel_version: s("/node/nodeInfo/kernelVersion"),
             os_image: s("/node/nodeInfo/osImage"),
             architecture: s("/node/nodeInfo/architecture"),
+            ..Default::default()
         });
     }
     fp

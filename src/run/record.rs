@@ -26,9 +26,13 @@ use crate::results::{Attempt, AttemptStatus};
 /// Version of the recording layout podlife writes (the `format` of the header line).
 pub const RECORDING_FORMAT: u32 = 1;
 
-/// The folder of a case's attempts inside a run's `recordings/`.
-pub fn case_dir_name(suite: &str, case: &str) -> String {
-    format!("{suite}__{case}")
+/// The folder of a case's attempts inside a run's `recordings/`; an `--each-node` copy's
+/// folder ends with `@<node>` (node names are DNS subdomains: safe in a file name).
+pub fn case_dir_name(suite: &str, case: &str, node: Option<&str>) -> String {
+    match node {
+        Some(n) => format!("{suite}__{case}@{n}"),
+        None => format!("{suite}__{case}"),
+    }
 }
 
 /// Writes one attempt's recording. Shared between the observer's tap and the case runner.
@@ -315,11 +319,12 @@ impl Drop for Recorder {
 pub fn close_after_panic(
     root: &Path,
     case: &crate::suite::LoadedCase,
+    node: Option<&str>,
     n: usize,
     attempt: &Attempt,
 ) -> std::io::Result<()> {
     let dir = root
-        .join(case_dir_name(&case.suite, case.name()))
+        .join(case_dir_name(&case.suite, case.name(), node))
         .join(format!("attempt-{n}"));
     let actions = dir.join("actions.jsonl");
     let mut inputs = 0;
@@ -338,7 +343,7 @@ pub fn close_after_panic(
     } else {
         // No input was recorded: a recording of nothing but the crash.
         drop(Recorder::create(
-            &root.join(case_dir_name(&case.suite, case.name())),
+            &root.join(case_dir_name(&case.suite, case.name(), node)),
             n,
             &case.full_name(),
             "",

@@ -30,11 +30,45 @@ pub fn namespace_name(run_id: &str, suite: &str, case: &str, attempt: usize) -> 
     hashed(&full, &format!("{run_id}\0{suite}\0{case}\0{attempt}"))
 }
 
+/// The namespace of one attempt of a case's `--each-node` copy on `node`:
+/// `podlife-<run>-<suite>-<case>-<node>[-<n>]`. Node names may hold dots (DNS subdomains, e.g.
+/// `ip-10-0-1-2.ec2.internal`) that a namespace may not: they become `-`, and such a name (like
+/// one over 63 characters) ends with a hash of the full identity, so `a.b` and `a-b` differ.
+pub fn node_namespace_name(run_id: &str, suite: &str, case: &str, node: &str, attempt: usize) -> String {
+    let clean: String = node
+        .chars()
+        .map(|c| {
+            let c = c.to_ascii_lowercase();
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let mut full = format!(
+        "podlife-{run_id}-{}-{}",
+        namespace_stem(suite, case),
+        clean.trim_matches('-')
+    );
+    if attempt > 0 {
+        full.push_str(&format!("-{}", attempt + 1));
+    }
+    if full.len() <= MAX_NAMESPACE_LEN && clean == node {
+        return full;
+    }
+    hashed(&full, &format!("{run_id}\0{suite}\0{case}\0{node}\0{attempt}"))
+}
+
 /// A name that is certainly different from any other of this run: used by the runner when a
 /// computed name was already handed out (e.g. case `a-2` and the second attempt of case `a`).
-pub fn namespace_name_alt(run_id: &str, suite: &str, case: &str, attempt: usize) -> String {
-    let full = namespace_name(run_id, suite, case, attempt);
-    hashed(&full, &format!("alt\0{run_id}\0{suite}\0{case}\0{attempt}"))
+pub fn namespace_name_alt(run_id: &str, suite: &str, case: &str, node: Option<&str>, attempt: usize) -> String {
+    let full = match node {
+        Some(n) => node_namespace_name(run_id, suite, case, n, attempt),
+        None => namespace_name(run_id, suite, case, attempt),
+    };
+    let node = node.unwrap_or_default();
+    hashed(&full, &format!("alt\0{run_id}\0{suite}\0{case}\0{node}\0{attempt}"))
 }
 
 /// `prefix-<10 hex digits>` within 63 characters, the prefix cut from `full`.
@@ -127,8 +161,27 @@ mod tests {
     #[test]
     fn the_alternative_name_differs() {
         let n = namespace_name("r", "s", "a", 1);
-        let alt = namespace_name_alt("r", "s", "a", 1);
+        let alt = namespace_name_alt("r", "s", "a", None, 1);
         assert_ne!(n, alt);
         assert!(valid(&alt), "{alt}");
+    }
+
+    #[test]
+    fn each_node_copies_differ_by_node_and_stay_valid() {
+        let a = node_namespace_name("abc12345", "termination", "sigterm-handled", "vm", 0);
+        assert_eq!(a, "podlife-abc12345-termination-sigterm-handled-vm");
+        let b = node_namespace_name("abc12345", "termination", "sigterm-handled", "vm2", 0);
+        assert_ne!(a, b);
+        // Dots are not allowed in a namespace; `a.b` and `a-b` still get different names.
+        let dot = node_namespace_name("abc12345", "s", "c", "ip-10-0-1-2.ec2.internal", 0);
+        let dash = node_namespace_name("abc12345", "s", "c", "ip-10-0-1-2-ec2-internal", 0);
+        assert!(valid(&dot) && valid(&dash), "{dot} {dash}");
+        assert_ne!(dot, dash);
+        let long = node_namespace_name("abc12345", &"s".repeat(30), &"c".repeat(30), &"n".repeat(60), 3);
+        assert!(valid(&long), "{long}");
+        assert_ne!(
+            namespace_name_alt("r", "s", "c", Some("vm"), 0),
+            namespace_name_alt("r", "s", "c", Some("vm2"), 0)
+        );
     }
 }

@@ -54,15 +54,71 @@ struct Line {
     offset: f64,
     after_delete: bool,
     instance: u32,
+    /// The kubelet's timestamp of the line, as recorded.
+    time: Timestamp,
+    body: String,
+    /// `<time> <body>`, as `kubectl logs --timestamps` serves it.
     text: String,
 }
 
-#[derive(Clone, Debug, Default)]
+/// A node the fake presents (`FakeState::nodes`); pods pinned to it (nodeSelector on
+/// `kubernetes.io/hostname`, or nodeName) run there.
+#[derive(Clone, Debug)]
+pub struct FakeNode {
+    pub name: String,
+    pub kubelet: String,
+    pub runtime: String,
+    pub labels: BTreeMap<String, String>,
+    pub ready: bool,
+    pub unschedulable: bool,
+    /// `(key, effect)`.
+    pub taints: Vec<(String, String)>,
+    /// A slow node: everything its pods do (watch events, log lines and their timestamps)
+    /// happens this many times later after the apply than recorded (1.0: as recorded).
+    pub stretch: f64,
+}
+
+impl FakeNode {
+    /// A Ready node labelled with its hostname, running the recordings' kubelet and runtime.
+    pub fn new(name: &str) -> FakeNode {
+        FakeNode {
+            name: name.to_string(),
+            kubelet: "v1.36.2".into(),
+            runtime: "containerd://2.1.9".into(),
+            labels: [("kubernetes.io/hostname".to_string(), name.to_string())].into(),
+            ready: true,
+            unschedulable: false,
+            taints: vec![],
+            stretch: 1.0,
+        }
+    }
+
+    fn object(&self) -> Value {
+        let taints: Vec<Value> = self
+            .taints
+            .iter()
+            .map(|(k, e)| json!({"key": k, "effect": e}))
+            .collect();
+        json!({
+            "apiVersion": "v1", "kind": "Node", "metadata": {"name": self.name, "labels": self.labels},
+            "spec": {"unschedulable": self.unschedulable, "taints": taints},
+            "status": {"conditions": [{"type": "Ready", "status": if self.ready { "True" } else { "False" }}],
+                "runtimeHandlers": [{"name": "", "features": {"recursiveReadOnlyMounts": true}}],
+                "nodeInfo": {"kubeletVersion": self.kubelet, "containerRuntimeVersion": self.runtime,
+                    "kernelVersion": "6.18", "osImage": "Debian", "architecture": "amd64", "bootID": "", "machineID": "",
+                    "systemUUID": "", "kubeProxyVersion": "", "operatingSystem": "linux"}}})
+    }
+}
+
+#[derive(Clone, Debug)]
 struct Script {
     pods: Vec<Item>,
     events: Vec<Item>,
     logs: BTreeMap<String, Vec<Line>>,
     rec_namespace: String,
+    /// When the recorded create and DELETE were sent (the anchors of the offsets).
+    created: Timestamp,
+    deleted: Option<Timestamp>,
 }
 
 fn load_script(dir: &Path) -> Script {
@@ -117,6 +173,8 @@ fn load_script(dir: &Path) -> Script {
             offset,
             after_delete,
             instance: l.instance,
+            time: l.time,
+            body: l.text.clone(),
             text: format!("{} {}", l.time, l.text),
         });
     }
@@ -125,6 +183,8 @@ fn load_script(dir: &Path) -> Script {
         events: items("events.watch.jsonl"),
         logs,
         rec_namespace,
+        created: create,
+        deleted: delete,
     }
 }
 
@@ -134,16 +194,41 @@ struct PodRun {
     namespace: String,
     applied: Instant,
     deleted: Option<Instant>,
+    /// The node it runs on (`FakeState::nodes`), when the fake presents nodes.
+    node: Option<String>,
+    stretch: f64,
 }
 
 impl PodRun {
     fn due(&self, offset: f64, after_delete: bool) -> Option<Instant> {
         let anchor = if after_delete { self.deleted? } else { self.applied };
-        Some(anchor + Duration::from_secs_f64(offset))
+        Some(anchor + Duration::from_secs_f64(offset * self.stretch))
     }
     fn localize(&self, v: &Value) -> Value {
         let s = v.to_string().replace(&self.script.rec_namespace, &self.namespace);
-        serde_json::from_str(&s).unwrap()
+        let mut v: Value = serde_json::from_str(&s).unwrap();
+        if let Some(n) = &self.node
+            && v.pointer("/spec/nodeName").is_some()
+        {
+            v["spec"]["nodeName"] = json!(n);
+        }
+        v
+    }
+    /// A log line as served: on a stretched node its timestamp moves with it.
+    fn line_text(&self, l: &Line) -> String {
+        if self.stretch == 1.0 {
+            return l.text.clone();
+        }
+        let anchor = if l.after_delete {
+            self.script.deleted.unwrap_or(self.script.created)
+        } else {
+            self.script.created
+        };
+        let nanos = (l.offset * self.stretch * 1e9) as i64;
+        let t = anchor
+            .checked_add(jiff::SignedDuration::from_nanos(nanos))
+            .unwrap_or(l.time);
+        format!("{t} {}", l.body)
     }
 }
 
@@ -203,6 +288,10 @@ pub struct FakeState {
     pub log_invalid_utf8: bool,
     /// Lists and watches of events answer 403 (RBAC changed after the preflight).
     pub forbid_events: bool,
+    /// The nodes the cluster has (empty: the single Ready node `fake-node`).
+    pub nodes: Vec<FakeNode>,
+    /// `(namespace, pod, node)` of every apply, in order (node: where the pod was pinned).
+    pub placed: Vec<(String, String, Option<String>)>,
     outage_window: Option<(Instant, Instant)>,
     burst_until: BTreeMap<(String, u16), Instant>,
     log_follows: BTreeMap<String, usize>,
@@ -416,6 +505,24 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             out["status"] = json!({"allowed": allowed});
             json_resp(201, out)
         }
+        ("GET", ["api", "v1", "nodes"]) if !st.lock().unwrap().nodes.is_empty() => {
+            let s = st.lock().unwrap();
+            let name = q.get("fieldSelector").and_then(|f| f.strip_prefix("metadata.name="));
+            let items: Vec<Value> = s
+                .nodes
+                .iter()
+                .filter(|n| name.is_none_or(|x| x == n.name))
+                .map(FakeNode::object)
+                .filter(|o| {
+                    q.get("labelSelector")
+                        .is_none_or(|l| selector_matches(l, &o["metadata"]["labels"]))
+                })
+                .collect();
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": items}),
+            )
+        }
         ("GET", ["api", "v1", "nodes"]) => {
             let node = json!({
                 "apiVersion": "v1", "kind": "Node", "metadata": {"name": "fake-node", "labels": {"pool": "runc"}},
@@ -519,6 +626,22 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             }
             let dir = s.recordings.join(name);
             let script = load_script(&dir);
+            // Where the scheduler (or nodeName) puts it: unpinned pods go to the first node.
+            let pinned = body
+                .pointer("/spec/nodeSelector/kubernetes.io~1hostname")
+                .or_else(|| body.pointer("/spec/nodeName"))
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            let node = match &pinned {
+                Some(p) => s
+                    .nodes
+                    .iter()
+                    .find(|n| n.labels.get("kubernetes.io/hostname") == Some(p) || &n.name == p),
+                None => s.nodes.first(),
+            }
+            .cloned();
+            s.placed
+                .push((ns.to_string(), name.to_string(), node.as_ref().map(|n| n.name.clone())));
             if s.outage_window.is_none()
                 && let Some((start, len)) = s.outage
             {
@@ -532,6 +655,8 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     namespace: ns.to_string(),
                     applied: Instant::now(),
                     deleted: None,
+                    stretch: node.as_ref().map_or(1.0, |n| n.stretch),
+                    node: node.map(|n| n.name),
                 },
             );
             let mut out = body.clone();
@@ -823,6 +948,10 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
         let lines: Vec<Line> = all
             .into_iter()
             .filter(|l| l.instance == instance)
+            .map(|l| Line {
+                text: run.line_text(&l),
+                ..l
+            })
             .filter(|l| {
                 since.is_none_or(|since| {
                     l.text

@@ -1,0 +1,260 @@
+//! Fleet certification (`run --each-node`) against the in-process API server presenting several
+//! nodes (`support::fake_api::FakeNode`): every case once per node, pinned; the node in every
+//! report's case identity; the node × area matrix; the odd node out; replay of a fleet run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use podlife::cluster::Cluster;
+use podlife::results::CaseStatus;
+use podlife::run::{RunOptions, RunOutcome, run_live};
+use support::fake_api::{self, FakeNode, FakeState};
+
+fn recordings() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
+}
+
+fn opts(reports: &Path) -> RunOptions {
+    RunOptions {
+        filter: None,
+        exact: false,
+        skip: vec![],
+        test_threads: 0,
+        list: false,
+        ignored: false,
+        include_ignored: false,
+        retries: 0,
+        keep_on_failure: false,
+        replay: None,
+        reports_dir: reports.to_path_buf(),
+        junit: None,
+        images: Default::default(),
+        connect: Default::default(),
+        cleanup_timeout: Duration::from_secs(5),
+        request_timeout: Duration::from_secs(5),
+        api_outage_budget: Duration::from_secs(10),
+        settle: Duration::from_millis(500),
+        quiet: true,
+        // libtest-style lines go to a file: inside `cargo test` they would read as our results.
+        logfile: Some(reports.join("console.log")),
+        cancel: None,
+        repeat: 1,
+        certify: true,
+        upstream_applicable: vec![],
+        target: podlife::cluster::Target {
+            each_node: true,
+            ..Default::default()
+        },
+        panic_in_case: None,
+        record: false,
+    }
+}
+
+/// Two suites (two areas): a gap that a slow node stretches past its tolerance, and an exit code
+/// that no node's speed changes.
+const LIFECYCLE: &str = r#"
+name: lifecycle
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    expect:
+      - phase: Succeeded
+      - container: {name: main, exitCode: 0, reason: Completed, restartCount: 0}
+      - gap: {from: {log: {container: main, regex: start}}, to: {log: {container: main, regex: exiting}}, target: 1s, tolerance: 100ms}
+"#;
+
+const FAILURES: &str = r#"
+name: failures
+cases:
+  - name: restart-never-fail
+    manifest: REC/restart-never-fail/manifest.yaml
+    expect:
+      - phase: Failed
+      - container: {name: main, exitCode: 7, restartCount: 0}
+"#;
+
+fn suites(dir: &Path) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
+    let mut paths = vec![];
+    for (name, body) in [("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)] {
+        let p = dir.join(name);
+        std::fs::write(&p, body.replace("REC", &recordings().display().to_string())).unwrap();
+        paths.push(p);
+    }
+    let suites = podlife::suite::load_suites(&paths).unwrap_or_else(|e| panic!("{e:?}"));
+    suites
+        .iter()
+        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
+        .collect()
+}
+
+struct Env {
+    rt: tokio::runtime::Runtime,
+    cluster: Cluster,
+    fake: Arc<Mutex<FakeState>>,
+    dir: tempfile::TempDir,
+}
+
+/// Three nodes that certify (node-a and node-b alike, node-c with a newer containerd), node-b
+/// slow enough (×1.5) to fail the 1 s ± 100 ms gap; plus a cordoned node and a control-plane
+/// node with a NoSchedule taint, which --each-node leaves out.
+fn fleet() -> Vec<FakeNode> {
+    let mut b = FakeNode::new("node-b");
+    b.stretch = 1.5;
+    let mut c = FakeNode::new("node-c");
+    c.runtime = "containerd://2.2.0".into();
+    let mut cordoned = FakeNode::new("node-d");
+    cordoned.unschedulable = true;
+    let mut cp = FakeNode::new("cp");
+    cp.taints = vec![("node-role.kubernetes.io/control-plane".into(), "NoSchedule".into())];
+    vec![cp, FakeNode::new("node-a"), b, c, cordoned]
+}
+
+fn env(nodes: Vec<FakeNode>) -> Env {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (client, fake) = {
+        let _g = rt.enter();
+        fake_api::start(&recordings())
+    };
+    fake.lock().unwrap().nodes = nodes;
+    Env {
+        rt,
+        cluster: Cluster::from_client(client),
+        fake,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+fn run(e: &Env, o: &RunOptions) -> RunOutcome {
+    let cases = suites(e.dir.path());
+    let mut out = run_live(o, cases, e.cluster.clone(), "fleetrun".into(), &e.rt).expect("run");
+    let published = podlife::report::publish(
+        podlife::report::PublishOptions {
+            dir: &out.report_dir,
+            junit: o.junit.as_deref(),
+            quiet: o.quiet,
+            certify: o.certify,
+        },
+        &mut out.summary,
+    );
+    assert!(published.is_ok(), "{published:?}");
+    out
+}
+
+#[test]
+fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
+    let e = env(fleet());
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o);
+    let s = &out.summary;
+    // The cordoned and the tainted node are left out, and the fingerprint says why.
+    let names: Vec<&str> = s.fingerprint.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["node-a", "node-b", "node-c"]);
+    let target = s.fingerprint.node_target.as_deref().unwrap();
+    assert!(
+        target.contains("cp (taint node-role.kubernetes.io/control-plane:NoSchedule)"),
+        "{target}"
+    );
+    assert!(target.contains("node-d (cordoned)"), "{target}");
+    assert!(s.fingerprint.each_node);
+
+    // 2 cases × 3 nodes, each applied exactly once, pinned by hostname, and observed there.
+    let f = e.fake.lock().unwrap();
+    assert_eq!(f.placed.len(), 6, "{:?}", f.placed);
+    for case in ["restart-never-success", "restart-never-fail"] {
+        let mut on: Vec<&str> = f
+            .placed
+            .iter()
+            .filter(|(_, p, _)| p == case)
+            .filter_map(|(_, _, n)| n.as_deref())
+            .collect();
+        on.sort();
+        assert_eq!(on, ["node-a", "node-b", "node-c"], "{case}");
+    }
+    let namespaces: std::collections::BTreeSet<&String> = f.placed.iter().map(|(ns, _, _)| ns).collect();
+    assert_eq!(namespaces.len(), 6, "one namespace per case and node: {namespaces:?}");
+    assert!(namespaces.contains(&"podlife-fleetrun-lifecycle-restart-never-success-node-b".to_string()));
+    let pod = &f.applied["restart-never-success"];
+    assert!(
+        pod["spec"]["nodeSelector"]["kubernetes.io/hostname"].is_string(),
+        "{pod}"
+    );
+    assert!(
+        pod["spec"].get("nodeName").is_none(),
+        "pinned through the scheduler: {pod}"
+    );
+    drop(f);
+
+    assert_eq!(s.cases.len(), 6);
+    for c in &s.cases {
+        let n = c.target_node.as_deref().expect("each copy names its node");
+        assert_eq!(c.node.as_deref(), Some(n), "{} ran where it was pinned", c.full_name());
+        assert_eq!(c.full_name(), format!("{}::{}@{n}", c.suite, c.case));
+        let want = if n == "node-b" && c.case == "restart-never-success" {
+            CaseStatus::Failed
+        } else {
+            CaseStatus::Passed
+        };
+        assert_eq!(
+            c.status,
+            want,
+            "{}: {:#?}",
+            c.full_name(),
+            c.attempts.last().map(|a| &a.verdicts)
+        );
+        let tl = c.timeline_file.as_deref().unwrap();
+        assert!(tl.ends_with(&format!("@{n}.json")), "{tl}");
+        assert!(out.report_dir.join(tl).is_file(), "{tl}");
+        assert!(
+            out.report_dir
+                .join("recordings")
+                .join(format!("{}__{}@{n}", c.suite, c.case))
+                .join("attempt-1")
+                .is_dir()
+        );
+    }
+
+    // JUnit: one testsuite per suite and node, each with that node's fingerprint.
+    let xml = std::fs::read_to_string(out.report_dir.join("junit.xml")).unwrap();
+    for n in ["node-a", "node-b", "node-c"] {
+        assert!(xml.contains(&format!(r#"<testsuite name="lifecycle@{n}""#)), "{xml}");
+        assert!(xml.contains(&format!(r#"classname="failures@{n}""#)), "{xml}");
+    }
+    assert!(
+        xml.contains(r#"<property name="node.runtime" value="containerd://2.2.0"/>"#),
+        "{xml}"
+    );
+    let failures = xml.matches("<failure").count();
+    assert_eq!(failures, 1, "only node-b's gap fails: {xml}");
+
+    // Replaying the recorded fleet run reproduces every copy, with the same verdicts.
+    let mut r = opts(e.dir.path());
+    r.target = Default::default();
+    r.replay = Some(out.report_dir.clone());
+    let cases = suites(e.dir.path());
+    let replayed = podlife::run::run(
+        r,
+        cases.into_iter().map(|(s, _)| s).fold(vec![], |mut v, s| {
+            if !v.iter().any(|x: &podlife::suite::Suite| x.path == s.path) {
+                v.push(s);
+            }
+            v
+        }),
+    )
+    .unwrap_or_else(|_| panic!("replay"));
+    let got: Vec<(String, CaseStatus)> = replayed
+        .summary
+        .cases
+        .iter()
+        .map(|c| (c.full_name(), c.status))
+        .collect();
+    let want: Vec<(String, CaseStatus)> = s.cases.iter().map(|c| (c.full_name(), c.status)).collect();
+    assert_eq!(got, want);
+}
