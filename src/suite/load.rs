@@ -14,8 +14,14 @@ use super::types::InstanceSel;
 /// kube client's field is 32 bits: 4294967296 once went out as 0, "kill now").
 pub const MAX_GRACE_SECONDS: i64 = 24 * 3600;
 
-/// Images every suite may use as `${image.NAME}` without declaring them.
-pub const BUILTIN_IMAGES: &[(&str, &str)] = &[("busybox", "busybox:1.36")];
+/// Images every suite may use as `${image.NAME}` without declaring them. agnhost is the version
+/// upstream's conformance tests of Kubernetes 1.36 use (test/utils/image/manifest.go on
+/// release-1.36, kubernetes/kubernetes#141537): its ENTRYPOINT/CMD, `entrypoint-tester`, `pause`
+/// and `grpc-health-checking` are what the upstream Containers and gRPC probe tests rely on.
+pub const BUILTIN_IMAGES: &[(&str, &str)] = &[
+    ("agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"),
+    ("busybox", "busybox:1.36"),
+];
 
 /// One validation problem, printed as `file:line:col: path: message`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
