@@ -99,7 +99,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     match write_all(dir, opts.junit, summary) {
         Ok(paths) => {
             if !opts.quiet {
-                println!("reports: {}", paths.join(", "));
+                crate::outln!("reports: {}", paths.join(", "));
             }
         }
         Err(e) => {
@@ -117,12 +117,12 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         );
     }
     if !opts.quiet || summary.interrupted {
-        println!("{}", summary.counts_line());
+        crate::outln!("{}", summary.counts_line());
     }
     if let Some(u) = &summary.upstream
         && !opts.quiet
     {
-        println!(
+        crate::outln!(
             "upstream conformance behaviours certified: {} of {} applicable ({} mapped to the selected cases; certified = every case naming it passed)",
             u.certified.len(),
             u.applicable,
@@ -137,7 +137,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
             ),
             _ => "the cluster".to_string(),
         };
-        print!(
+        crate::out!(
             "{}",
             crate::results::stats::certification_table(&summary.certification, &node)
         );
