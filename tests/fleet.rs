@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use podlife::cluster::Cluster;
 use podlife::results::CaseStatus;
+use podlife::results::stats::AreaVerdict;
 use podlife::run::{RunOptions, RunOutcome, run_live};
 use support::fake_api::{self, FakeNode, FakeState};
 
@@ -233,6 +234,51 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     );
     let failures = xml.matches("<failure").count();
     assert_eq!(failures, 1, "only node-b's gap fails: {xml}");
+
+    // The node × area matrix attributes the failure to node-b, and only there.
+    let f = s.fleet.as_ref().expect("a fleet run has a matrix");
+    let cell = |node: &str, area: &str| {
+        let row = f.nodes.iter().find(|n| n.node == node).unwrap();
+        row.areas.iter().find(|a| a.area == area).unwrap().clone()
+    };
+    let bad = cell("node-b", "lifecycle");
+    assert_eq!(bad.verdict, AreaVerdict::NotConformant);
+    assert_eq!(bad.failing, ["lifecycle::restart-never-success@node-b"]);
+    for (node, area) in [
+        ("node-a", "lifecycle"),
+        ("node-c", "lifecycle"),
+        ("node-a", "failures"),
+        ("node-b", "failures"),
+        ("node-c", "failures"),
+    ] {
+        assert_eq!(cell(node, area).verdict, AreaVerdict::Conformant, "{node} {area}");
+    }
+    // Grouped by fingerprint: node-c's newer containerd sets it apart.
+    let groups: Vec<Vec<String>> = f.groups.iter().map(|g| g.nodes.clone()).collect();
+    assert_eq!(
+        groups,
+        [vec!["node-a".to_string(), "node-b".into()], vec!["node-c".into()]]
+    );
+    let table = podlife::results::stats::matrix_table(f);
+    let row_b = table.lines().find(|l| l.trim_start().starts_with("node-b")).unwrap();
+    assert!(
+        row_b.contains("NOT CONFORMANT") && row_b.contains("containerd://2.1.9"),
+        "{table}"
+    );
+    let row_c = table.lines().find(|l| l.trim_start().starts_with("node-c")).unwrap();
+    assert!(
+        !row_c.contains("NOT CONFORMANT") && row_c.contains("containerd://2.2.0"),
+        "{table}"
+    );
+    assert!(
+        xml.contains(r#"<property name="certification.lifecycle" value="NOT CONFORMANT"/>"#),
+        "{xml}"
+    );
+    let html = std::fs::read_to_string(out.report_dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("Nodes × areas") && html.contains("NOT CONFORMANT"),
+        "matrix in the HTML"
+    );
 
     // Replaying the recorded fleet run reproduces every copy, with the same verdicts.
     let mut r = opts(e.dir.path());
