@@ -78,8 +78,12 @@ cases:
 "#;
 
 fn suites(dir: &Path) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
+    suites_of(dir, &[("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)])
+}
+
+fn suites_of(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
     let mut paths = vec![];
-    for (name, body) in [("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)] {
+    for (name, body) in files {
         let p = dir.join(name);
         std::fs::write(&p, body.replace("REC", &recordings().display().to_string())).unwrap();
         paths.push(p);
@@ -133,7 +137,10 @@ fn env(nodes: Vec<FakeNode>) -> Env {
 }
 
 fn run(e: &Env, o: &RunOptions) -> RunOutcome {
-    let cases = suites(e.dir.path());
+    run_cases(e, o, suites(e.dir.path()))
+}
+
+fn run_cases(e: &Env, o: &RunOptions, cases: Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)>) -> RunOutcome {
     let mut out = run_live(o, cases, e.cluster.clone(), "fleetrun".into(), &e.rt).expect("run");
     let published = podlife::report::publish(
         podlife::report::PublishOptions {
@@ -280,6 +287,19 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         "matrix in the HTML"
     );
 
+    // The odd node out: node-b, against its twin node-a. node-a is not odd (better than its only
+    // peer could be either's fault), node-c has no peer (its newer containerd is its own group).
+    let odd: Vec<&str> = f.odd.iter().map(|o| o.node.as_str()).collect();
+    assert_eq!(odd, ["node-b"], "{:#?}", f.odd);
+    let why = f.odd[0].differences.join("\n");
+    assert!(
+        why.contains("lifecycle::restart-never-success: failed here, passed on the rest of group 1 (node-a)"),
+        "{why}"
+    );
+    assert!(why.contains("beyond noise"), "the gap is named with its noise: {why}");
+    assert!(xml.contains(r#"<property name="oddNodeOut""#), "{xml}");
+    assert!(html.contains("odd node out: node-b"), "odd node in the HTML");
+
     // Replaying the recorded fleet run reproduces every copy, with the same verdicts.
     let mut r = opts(e.dir.path());
     r.target = Default::default();
@@ -303,4 +323,64 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .collect();
     let want: Vec<(String, CaseStatus)> = s.cases.iter().map(|c| (c.full_name(), c.status)).collect();
     assert_eq!(got, want);
+}
+
+/// A gap with only an upper bound: a slower node still passes, so only the timing can tell.
+const LOOSE_GAP: &str = r#"
+name: timing
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    expect:
+      - phase: Succeeded
+      - gap: {from: {log: {container: main, regex: start}}, to: {log: {container: main, regex: exiting}}, max: 5s}
+"#;
+
+#[test]
+fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise_is_not() {
+    // Four identical nodes; w4's pods take 1.6× as long (the 1 s gap: 1.6 s, far beyond the
+    // 0.25 s process-scheduling noise of a log-to-log gap), w2's 1.1× (within it).
+    let mut nodes: Vec<FakeNode> = ["w1", "w2", "w3", "w4"].iter().map(|n| FakeNode::new(n)).collect();
+    nodes[1].stretch = 1.1;
+    nodes[3].stretch = 1.6;
+    let e = env(nodes);
+    let out = run_cases(
+        &e,
+        &opts(e.dir.path()),
+        suites_of(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
+    );
+    let s = &out.summary;
+    assert!(
+        s.cases.iter().all(|c| c.status == CaseStatus::Passed),
+        "every node passes the loose gap"
+    );
+    let f = s.fleet.as_ref().unwrap();
+    assert_eq!(f.groups.len(), 1);
+    let odd: Vec<&str> = f.odd.iter().map(|o| o.node.as_str()).collect();
+    assert_eq!(odd, ["w4"], "{:#?}", f.odd);
+    let why = f.odd[0].differences.join("\n");
+    assert!(why.contains("timing::restart-never-success [1] gap"), "{why}");
+    assert!(why.contains("rest of group 1 (w1, w2, w3)"), "{why}");
+
+    // `diff` between two nodes of the run: w1 → w4 regresses (the same comparison), w1 → w2 does not.
+    let dir = out.report_dir.display().to_string();
+    let diff = |a: &str, b: &str| {
+        assert_cmd::Command::cargo_bin("podlife")
+            .unwrap()
+            .args(["diff", &dir, "--node-a", a, "--node-b", b])
+            .output()
+            .unwrap()
+    };
+    let slow = diff("w1", "w4");
+    let text = String::from_utf8_lossy(&slow.stdout);
+    assert_eq!(slow.status.code(), Some(1), "{text}");
+    assert!(text.contains("REGRESSION") && text.contains("fleetrun@w4"), "{text}");
+    let same = diff("w1", "w2");
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    let unknown = diff("w1", "nope");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("no case of run fleetrun ran on node nope (nodes: w1, w2, w3, w4)")
+    );
 }
