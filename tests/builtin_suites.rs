@@ -238,7 +238,7 @@ fn replay_run_writes_reports_and_exits_0() {
     assert!(stdout.contains("45 passed; 0 failed"), "{stdout}");
     // Only recorded cases replay, so only some upstream behaviours are certified by this run.
     assert!(
-        stdout.contains("upstream conformance behaviours certified: 20 of 95 applicable (85 mapped"),
+        stdout.contains("upstream conformance behaviours certified: 20 of 95 applicable (90 mapped"),
         "{stdout}"
     );
     let run_dir = std::fs::read_dir(reports.path())
@@ -335,7 +335,7 @@ fn upstream_mapping_is_honest_and_the_readme_shows_it() {
         .find(|l| l.starts_with("upstream conformance behaviours mapped to cases:"))
         .unwrap();
     assert!(
-        line.contains(": 85 of 95 applicable (7 not applicable, 102 listed)"),
+        line.contains(": 90 of 95 applicable (7 not applicable, 102 listed)"),
         "{line}"
     );
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -400,4 +400,42 @@ fn status_table_reordered_statuses_fail() {
         &e,
         "expected [Pending → CreateContainerConfigError → ContainerCreating], observed [Pending → ContainerCreating → CreateContainerConfigError]",
     );
+}
+
+#[test]
+fn agnhost_cases_use_upstreams_agnhost_and_images_lists_it() {
+    // The agnhost cases need the image upstream's 1.36 conformance tests use; `podlife images`
+    // lists it (and the lines that pre-load it), and `--image` overrides it like busybox.
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("podlife")
+            .unwrap()
+            .current_dir(root())
+            .args(args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.66.1";
+    assert_eq!(run(&["images", "containers-agnhost"]), format!("{agnhost}\n"));
+    assert_eq!(
+        run(&["images", "probe-grpc-liveness-healthy", "--load", "kind"]),
+        format!("docker pull {agnhost} && kind load docker-image {agnhost}\n")
+    );
+    assert_eq!(
+        run(&[
+            "images",
+            "containers-agnhost",
+            "--image",
+            "agnhost=registry.local/agnhost:2.66.1"
+        ]),
+        "registry.local/agnhost:2.66.1\n"
+    );
+    // Every case of the full run's image list: busybox and agnhost (plus the deliberately
+    // unpullable images of the image-pull cases).
+    let all = run(&["images"]);
+    assert!(all.lines().any(|l| l == agnhost), "{all}");
+    assert!(all.lines().any(|l| l == "busybox:1.36"), "{all}");
 }

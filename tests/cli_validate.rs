@@ -99,7 +99,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/manifest-unknown-image.yaml:4:15: cases[0].manifest: \
              tests/malformed/manifests/unknown-image.yaml: unknown template `${image.nope}` \
-             (known: ${image.busybox})",
+             (known: ${image.agnhost}, ${image.busybox})",
         ),
     ),
     (

@@ -8,8 +8,14 @@ use std::path::{Path, PathBuf};
 use super::model::*;
 use super::types::InstanceSel;
 
-/// Images every suite may use as `${image.NAME}` without declaring them.
-pub const BUILTIN_IMAGES: &[(&str, &str)] = &[("busybox", "busybox:1.36")];
+/// Images every suite may use as `${image.NAME}` without declaring them. agnhost is the version
+/// upstream's conformance tests of Kubernetes 1.36 use (test/utils/image/manifest.go on
+/// release-1.36, kubernetes/kubernetes#141537): its ENTRYPOINT/CMD, `entrypoint-tester`, `pause`
+/// and `grpc-health-checking` are what the upstream Containers and gRPC probe tests rely on.
+pub const BUILTIN_IMAGES: &[(&str, &str)] = &[
+    ("agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"),
+    ("busybox", "busybox:1.36"),
+];
 
 /// One validation problem, printed as `file:line:col: path: message`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
