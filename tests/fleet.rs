@@ -326,6 +326,27 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .collect();
     let want: Vec<(String, CaseStatus)> = s.cases.iter().map(|c| (c.full_name(), c.status)).collect();
     assert_eq!(got, want);
+
+    // Re-judging the fleet run with the same suites: every copy found, nothing changed.
+    let rejudged = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .arg("rejudge")
+        .arg(&out.report_dir)
+        .arg("--suites")
+        .arg(e.dir.path().join("lifecycle.yaml"))
+        .arg("--suites")
+        .arg(e.dir.path().join("failures.yaml"))
+        .arg("--reports")
+        .arg(e.dir.path().join("rejudged"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rejudged.stdout);
+    assert!(
+        text.contains("5 passed, 1 failed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&rejudged.stderr)
+    );
+    assert!(text.contains("0 regressions"), "{text}");
 }
 
 /// A gap with only an upper bound: a slower node still passes, so only the timing can tell.
@@ -514,4 +535,24 @@ fn a_hung_node_fills_only_its_own_lane() {
             assert!(c.status.has_verdict(), "{}: {:?}", c.full_name(), c.status);
         }
     }
+}
+
+#[test]
+fn each_node_with_node_or_replay_is_a_usage_error() {
+    let run = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("podlife")
+            .unwrap()
+            .args(["run", "--suites", "suites"])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let both = run(&["--each-node", "--node", "vm"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--node"), "{both:?}");
+    let replay = run(&["--each-node", "--replay", "tests/fixtures/recordings"]);
+    assert_eq!(replay.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert!(err.contains("a replayed --each-node run replays each node"), "{err}");
 }

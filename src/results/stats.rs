@@ -181,6 +181,11 @@ pub fn area_of(c: &CaseReport) -> String {
 /// every selected case passed (flaky counts as passed, and is visible in the case list); skipped
 /// when every case was ignored.
 pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
+    certify_refs(&cases.iter().collect::<Vec<_>>())
+}
+
+/// `certify` over borrowed cases (one node's cases of a fleet run, without copying them).
+pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
     let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
     for c in cases {
         let area = area_of(c);
@@ -390,12 +395,11 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::cluster::Fingerprint) -> Option<F
             }
         };
         groups[group].nodes.push(info.name.clone());
-        let mine: Vec<CaseReport> = cases
+        let mine: Vec<&CaseReport> = cases
             .iter()
             .filter(|c| c.target_node.as_deref() == Some(info.name.as_str()))
-            .cloned()
             .collect();
-        let mut areas = certify(&mine);
+        let mut areas = certify_refs(&mine);
         for a in &all_areas {
             if !areas.iter().any(|r| &r.area == a) {
                 areas.push(AreaResult {
