@@ -445,7 +445,7 @@ pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timelin
         let rec = crate::observe::Recording::read(source).map_err(|e| e.to_string())?;
         return Ok(rec.timeline());
     }
-    let text = std::fs::read_to_string(source).map_err(|e| format!("{}: cannot read: {e}", source.display()))?;
+    let text = crate::files::read_string(source, crate::files::TIMELINE).map_err(|e| e.to_string())?;
     let mut tl: crate::observe::Timeline =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife timeline: {e}", source.display()))?;
     // A stored timeline is a finished observation.
@@ -677,8 +677,8 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         }
     };
     let dir = extracted.as_ref().map_or(args.run.clone(), |x| x.dir.clone());
-    let original = match std::fs::read_to_string(dir.join("summary.json"))
-        .map_err(|e| e.to_string())
+    let original = match crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+        .map_err(|e| e.problem.to_string())
         .and_then(|t| serde_json::from_str::<crate::results::RunSummary>(&t).map_err(|e| e.to_string()))
     {
         Ok(s) => s,

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod files;
 pub mod judge;
 pub mod observe;
 pub mod report;

@@ -32,3 +32,35 @@ mod tests {
         assert_eq!(fmt_secs(0.0), "0s");
     }
 }
+
+/// How far ahead a saturated deadline lies: beyond any run, and far from `Instant`'s own limit.
+const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(30 * 365 * 86_400);
+
+/// `at + d`, saturating at 30 years ahead instead of panicking on overflow, so no duration
+/// from a suite or a flag (`timeout: 500000000000y`) can panic the runner's deadline arithmetic.
+pub fn add(at: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
+    at.checked_add(d.min(FAR_FUTURE))
+        .or_else(|| at.checked_add(FAR_FUTURE))
+        .unwrap_or(at)
+}
+
+/// `Instant::now() + d`, saturating (see `add`).
+pub fn after(d: std::time::Duration) -> std::time::Instant {
+    add(std::time::Instant::now(), d)
+}
+
+/// `tokio::time::Instant::now() + d`, saturating (see `add`).
+pub fn after_tokio(d: std::time::Duration) -> tokio::time::Instant {
+    tokio::time::Instant::from_std(after(d))
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    #[test]
+    fn deadlines_saturate_instead_of_panicking() {
+        let huge = std::time::Duration::from_secs(u64::MAX);
+        let now = std::time::Instant::now();
+        assert!(super::add(now, huge) > now);
+        assert!(super::after_tokio(huge) > tokio::time::Instant::now());
+    }
+}

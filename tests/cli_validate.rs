@@ -75,7 +75,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         "missing-manifest.yaml",
         Some(
             "tests/malformed/missing-manifest.yaml:4:15: cases[0].manifest: manifest \
-             `manifests/does-not-exist.yaml` not found (searched from tests/malformed upwards)",
+             `manifests/does-not-exist.yaml` not found (searched in tests/malformed)",
         ),
     ),
     (
@@ -239,6 +239,65 @@ const CASES: &[(&str, Option<&str>)] = &[
         "negative-grace.yaml",
         Some(
             "tests/malformed/negative-grace.yaml:7:9: cases[0].steps[1].delete.gracePeriodSeconds: must be 0 or more, got -1",
+        ),
+    ),
+    // Bounds and vacuous inputs (issue #10).
+    (
+        "no-expectations.yaml",
+        Some(
+            "tests/malformed/no-expectations.yaml:3:11: cases[0].expect: a case needs at least one expectation: without one it passes on any node and certifies nothing",
+        ),
+    ),
+    (
+        "pod-no-name.yaml",
+        Some("tests/malformed/pod-no-name.yaml:5:7: cases[0].pod: the Pod has no `metadata.name`"),
+    ),
+    (
+        "pod-bad-name.yaml",
+        Some(
+            "tests/malformed/pod-bad-name.yaml:5:7: cases[0].pod: invalid pod name \"../../x\" in `metadata.name`: use at most 253 characters of a-z, 0-9, `-` and `.`, starting and ending with a letter or digit (a DNS-1123 subdomain, as the API requires)",
+        ),
+    ),
+    (
+        "timeout-overflow.yaml",
+        Some(
+            "tests/malformed/timeout-overflow.yaml:5:14: cases[0].timeout: duration \"500000000000y\" is above the 24h maximum",
+        ),
+    ),
+    (
+        "duration-above-max.yaml",
+        Some(
+            "tests/malformed/duration-above-max.yaml:6:16: cases[0].steps[0].sleep: duration \"25h\" is above the 24h maximum",
+        ),
+    ),
+    (
+        "grace-too-large.yaml",
+        Some(
+            "tests/malformed/grace-too-large.yaml:7:9: cases[0].steps[1].delete.gracePeriodSeconds: must be at most 86400 (24h, the longest case timeout), got 4294967296",
+        ),
+    ),
+    (
+        "count-exactly-and-range.yaml",
+        Some(
+            "tests/malformed/count-exactly-and-range.yaml:9:18: cases[0].expect[0].log.count: invalid count: `exactly: 1` with `atLeast`/`atMost`; give one or the other",
+        ),
+    ),
+    (
+        "count-empty.yaml",
+        Some(
+            "tests/malformed/count-empty.yaml:6:66: cases[0].expect[0].container.restartCount: empty count: it would match any number; give `exactly`, `atLeast` or `atMost`",
+        ),
+    ),
+    (
+        "container-matcher-empty.yaml",
+        Some(
+            "tests/malformed/container-matcher-empty.yaml:6:27: cases[0].expect[0].container: the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen` or `neverStarted`",
+        ),
+    ),
+    (
+        "event-reason-empty.yaml",
+        Some(
+            "tests/malformed/event-reason-empty.yaml:6:9: cases[0].expect[0].event.reason: the event reason is empty (it would match no event the kubelet sends)",
         ),
     ),
     // Auxiliary objects (`objects:`): each problem names the file, line and column.
@@ -432,9 +491,10 @@ fn validating_a_directory_reports_all_problems_of_all_files() {
          \x20   manifest: manifests/ok-pod.yaml\n\
          \x20   timeout: 10s\n\
          \x20   expect:\n\
-         \x20     - container: {name: nope}\n\
+         \x20     - container: {name: nope, state: terminated}\n\
          \x20 - name: Two\n\
-         \x20   manifest: manifests/ok-pod.yaml\n",
+         \x20   manifest: manifests/ok-pod.yaml\n\
+         \x20   expect: [{phase: Succeeded}]\n",
     );
     let run = validate([&suites]);
     let a = suites.join("a-unknown-field.yaml").display().to_string();

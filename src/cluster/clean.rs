@@ -113,7 +113,7 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         );
         return Ok(outcome);
     }
-    let deadline = tokio::time::Instant::now() + opts.timeout;
+    let deadline = crate::util::after_tokio(opts.timeout);
     let deletes = matching.into_iter().map(|n| {
         let api = CaseApi::new(client.clone(), &n.name).bounded(opts.request_timeout, None);
         async move {

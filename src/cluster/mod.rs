@@ -682,7 +682,7 @@ impl CaseApi {
         request: impl std::future::Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
         self.count();
-        let mut limit = tokio::time::Instant::now() + self.request_timeout;
+        let mut limit = crate::util::after_tokio(self.request_timeout);
         if let Some(d) = deadline {
             limit = limit.min(d);
         }
@@ -713,11 +713,11 @@ impl CaseApi {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, ClusterError>>,
     {
-        let give_up = tokio::time::Instant::now() + budget;
+        let give_up = crate::util::after_tokio(budget);
         let mut pause = FIRST_RETRY_PAUSE;
         loop {
             match attempt().await {
-                Err(e) if e.is_transient() && tokio::time::Instant::now() + pause < give_up => {
+                Err(e) if e.is_transient() && crate::util::after_tokio(pause) < give_up => {
                     if self.sleep_or_cancel(pause).await {
                         return Err(ClusterError::Interrupted);
                     }
@@ -852,7 +852,9 @@ impl CaseApi {
     pub async fn delete_pod(&self, name: &str, grace: Option<i64>) -> Result<(), ClusterError> {
         let mut dp = DeleteParams::background();
         if let Some(g) = grace {
-            dp.grace_period_seconds = Some(u32::try_from(g).unwrap_or(0));
+            // `validate` keeps it within 0..=MAX_GRACE_SECONDS; saturate rather than wrap to 0 (which
+            // would mean "kill now") should anything larger ever get here.
+            dp.grace_period_seconds = Some(u32::try_from(g.max(0)).unwrap_or(u32::MAX));
         }
         let what = format!("delete pod {}/{name}", self.namespace);
         match self.call(&what, None, true, self.pods().delete(name, &dp)).await {
@@ -867,7 +869,7 @@ impl CaseApi {
     /// gone. Everything, the DELETE included, ends by `wait`: while the API is unavailable the
     /// request is retried until then. Returns false when the namespace is still there at the end.
     pub async fn delete_namespace(&self, uid: &str, wait: Duration) -> Result<bool, ClusterError> {
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::util::after_tokio(wait);
         let api = Api::<Namespace>::all(self.client.clone());
         let mut dp = DeleteParams::background();
         dp.preconditions = Some(kube::api::Preconditions {
@@ -887,7 +889,7 @@ impl CaseApi {
                     code: Some(404 | 409), ..
                 }) => return Ok(true),
                 Err(e) if e.is_transient() => {
-                    if tokio::time::Instant::now() + pause >= deadline {
+                    if crate::util::after_tokio(pause) >= deadline {
                         return Err(e);
                     }
                     tokio::time::sleep(pause).await;

@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use serde::Deserialize;
 
+use crate::files;
+
 use super::observer::{Input, Observer, WatchKind, parse_cri_line};
 use super::timeline::{Action, ActionKind, EvidenceSource, Gap, Timeline};
 
@@ -25,6 +27,30 @@ use super::timeline::{Action, ActionKind, EvidenceSource, Gap, Timeline};
 pub enum RecordingError {
     #[error("{path}: {message}")]
     Bad { path: String, message: String },
+}
+
+impl From<files::FileError> for RecordingError {
+    fn from(e: files::FileError) -> RecordingError {
+        RecordingError::Bad {
+            path: e.path.display().to_string(),
+            message: e.problem.to_string(),
+        }
+    }
+}
+
+/// A recording file that may be absent (a FIFO, a device or an oversize file is an error).
+fn read_opt(path: &Path, limit: files::Limit) -> Result<Option<String>, RecordingError> {
+    Ok(files::read_string_opt(path, limit)?)
+}
+
+/// A file a recording's data names (`logs/index.jsonl`, `cri-logs/`) must stay inside the
+/// recording folder once symlinks are resolved: a shared recording must not make podlife read
+/// elsewhere on the machine that replays it.
+fn check_inside(dir: &Path, path: &Path) -> Result<(), RecordingError> {
+    if path.exists() && !files::is_within(dir, path) {
+        return Err(bad(path, "leads outside the recording folder (a symlink?): refused"));
+    }
+    Ok(())
 }
 
 fn bad(path: &Path, message: impl Into<String>) -> RecordingError {
@@ -85,7 +111,7 @@ impl Recording {
             return Err(bad(dir, "not a recording folder (no such directory)"));
         }
         let pods_path = dir.join("pods.watch.jsonl");
-        if !pods_path.is_file() {
+        if !pods_path.exists() {
             return Err(bad(dir, "not a recording folder: pods.watch.jsonl is missing"));
         }
         let header = read_header(&dir.join("actions.jsonl"))?;
@@ -103,7 +129,7 @@ impl Recording {
             ));
         }
         let events_path = dir.join("events.watch.jsonl");
-        if events_path.is_file() {
+        if events_path.exists() {
             for (seq, received, kind, obj, path, n) in read_watch(&events_path)? {
                 let event =
                     serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not an Event: {e}")))?;
@@ -141,15 +167,15 @@ impl Recording {
             inputs
         };
         let outcome = outcome.outcome;
-        let manifest = match std::fs::read_to_string(dir.join("manifest.yaml")) {
-            Ok(text) => Some(
+        let manifest = match read_opt(&dir.join("manifest.yaml"), files::MANIFEST)? {
+            Some(text) => Some(
                 crate::suite::load::parse_yaml::<serde_json::Value>(
                     &text,
                     &dir.join("manifest.yaml").display().to_string(),
                 )
                 .map_err(|d| bad(dir, d.to_string()))?,
             ),
-            Err(_) => None,
+            None => None,
         };
         Ok(Recording {
             dir: dir.to_path_buf(),
@@ -179,7 +205,7 @@ type WatchRow = (Option<u64>, Timestamp, WatchKind, serde_json::Value, PathBuf, 
 
 /// Whether `actions.jsonl` opens with podlife's recording header (checking its format).
 fn read_header(path: &Path) -> Result<bool, RecordingError> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(text) = read_opt(path, files::RECORDING)? else {
         return Ok(false);
     };
     let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else {
@@ -245,7 +271,7 @@ fn order_by_seq(dir: &Path, inputs: Vec<Numbered>, actions: &ActionsRead) -> Res
 }
 
 fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
-    let text = std::fs::read_to_string(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    let text = files::read_string(path, files::RECORDING)?;
     let mut out = vec![];
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -263,7 +289,7 @@ fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
 
 /// `gaps.jsonl`: one `Gap` per line (absent: no gaps).
 fn read_gaps(path: &Path) -> Result<Vec<Numbered>, RecordingError> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(text) = read_opt(path, files::RECORDING)? else {
         return Ok(vec![]);
     };
     let mut out = vec![];
@@ -322,7 +348,7 @@ struct ActionsRead {
 
 fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingError> {
     let mut read = ActionsRead::default();
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Some(text) = read_opt(path, files::RECORDING)? else {
         return Ok((vec![], read));
     };
     let mut out = vec![];
@@ -408,7 +434,7 @@ fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
     let mut out = vec![];
     let logs = dir.join("logs");
     let index = logs.join("index.jsonl");
-    if let Ok(text) = std::fs::read_to_string(&index) {
+    if let Some(text) = read_opt(&index, files::RECORDING)? {
         let mut offsets: std::collections::HashMap<String, usize> = Default::default();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -429,7 +455,9 @@ fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
                     let Some(file) = &e.file else {
                         return Err(bad(&index, format!("line {}: `lines` entry without `file`", i + 1)));
                     };
-                    read_lines_file(&logs.join(file), &e.container, e.instance, &mut out)?;
+                    let path = logs.join(file);
+                    check_inside(dir, &path)?;
+                    read_lines_file(&path, &e.container, e.instance, &mut out)?;
                 }
                 "follow" => {
                     let path = logs.join(format!("{}.log", e.container));
@@ -439,7 +467,8 @@ fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
                     if len == 0 && !path.exists() {
                         continue;
                     }
-                    let data = std::fs::read(&path).map_err(|err| bad(&path, format!("cannot read: {err}")))?;
+                    check_inside(dir, &path)?;
+                    let data = files::read_bytes(&path, files::RECORDING)?;
                     let start = offsets.get(&e.container).copied().unwrap_or(0);
                     let end = (start + len).min(data.len());
                     offsets.insert(e.container.clone(), end);
@@ -456,7 +485,8 @@ fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
                     // while waiting, restartCount itself: let the observer place the lines.
                     let Some(file) = &e.file else { continue };
                     let path = logs.join(file);
-                    if let Ok(text) = std::fs::read_to_string(&path) {
+                    check_inside(dir, &path)?;
+                    if let Some(text) = read_opt(&path, files::RECORDING)? {
                         push_lines(&mut out, &e.container, None, &text);
                     }
                 }
@@ -485,7 +515,8 @@ fn read_logs(dir: &Path) -> Result<Vec<Numbered>, RecordingError> {
                 else {
                     continue;
                 };
-                let text = std::fs::read_to_string(&f).map_err(|e| bad(&f, format!("cannot read: {e}")))?;
+                check_inside(dir, &f)?;
+                let text = files::read_string(&f, files::RECORDING)?;
                 let mut partial = String::new();
                 for line in text.lines() {
                     let Some((time, full, t)) = parse_cri_line(line) else {
@@ -547,7 +578,7 @@ fn read_lines_file(
     instance: Option<u32>,
     out: &mut Vec<Numbered>,
 ) -> Result<(), RecordingError> {
-    let text = std::fs::read_to_string(path).map_err(|e| bad(path, format!("cannot read: {e}")))?;
+    let text = files::read_string(path, files::RECORDING)?;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;

@@ -225,7 +225,7 @@ pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), String> {
             }
         }
     };
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = crate::files::read_string(&file, crate::files::SUMMARY).map_err(|e| e.to_string())?;
     let s: RunSummary =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife summary: {e}", file.display()))?;
     Ok((file, s))

@@ -84,7 +84,7 @@ impl Drop for Extracted {
 /// Unpacks a bundle safely. Errors are one line naming the archive and the entry.
 pub fn extract(archive: &Path) -> Result<Extracted, String> {
     let err = |m: String| format!("{}: {m}", archive.display());
-    let file = std::fs::File::open(archive).map_err(|e| err(format!("cannot open: {e}")))?;
+    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| e.to_string())?;
     let root = std::env::temp_dir().join(format!(
         "podlife-bundle-{}-{}",
         std::process::id(),
@@ -171,7 +171,7 @@ pub fn open(p: &Path) -> Result<Option<Extracted>, String> {
 
 /// Reads `BUNDLE.json` of an extracted bundle, if any (the podlife version that made it).
 pub fn made_by(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("BUNDLE.json")).ok()?;
+    let text = crate::files::read_string(&dir.join("BUNDLE.json"), crate::files::SUMMARY).ok()?;
     let v: serde_json::Value = serde_json::from_str(&text).ok()?;
     v.get("podlife")?.as_str().map(str::to_string)
 }

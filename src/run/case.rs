@@ -215,8 +215,8 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
 pub fn judge_timeline_file(case: &LoadedCase, path: &Path) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
-    let read = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))
+    let read = crate::files::read_string(path, crate::files::TIMELINE)
+        .map_err(|e| e.to_string())
         .and_then(|text| {
             serde_json::from_str::<Timeline>(&text)
                 .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))
@@ -358,7 +358,7 @@ async fn observe_case(
         rec.lock().expect("recorder").manifest(&pod);
         obs.set_tap(Recorder::tap(rec));
     }
-    let deadline = Instant::now() + case.timeout;
+    let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
     // only be created once what it consumes exists.
     for o in &case.objects {
@@ -413,7 +413,7 @@ async fn observe_case(
         let r = match &step.value {
             Step::WaitFor(w) => {
                 let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
-                let until = (Instant::now() + timeout).min(deadline);
+                let until = crate::util::after(timeout).min(deadline);
                 let what = w.until.label();
                 loop_
                     .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| {
@@ -433,7 +433,7 @@ async fn observe_case(
                     })
             }
             Step::Sleep(d) => {
-                let until = (Instant::now() + d.0).min(deadline);
+                let until = crate::util::after(d.0).min(deadline);
                 loop_
                     .run_until(until, &mut cancel, "sleep", |_| false)
                     .await
@@ -488,7 +488,7 @@ async fn observe_case(
         }
     }
     if step_failure.is_none() {
-        let tail = (Instant::now() + env.settle).min(deadline.max(Instant::now()));
+        let tail = crate::util::after(env.settle).min(deadline.max(Instant::now()));
         let _ = loop_.run_until(tail, &mut cancel, "settle", |_| false).await;
     }
     loop_.tasks.abort_all();
@@ -605,7 +605,7 @@ impl Loop<'_> {
         done: impl Fn(&Timeline) -> bool,
     ) -> Result<bool, Stop> {
         let began = Instant::now();
-        let mut next_progress = began + self.env.progress_every;
+        let mut next_progress = crate::util::add(began, self.env.progress_every);
         let mut next_eval = began;
         let downtime_before = self.pod_downtime;
         loop {
@@ -613,14 +613,14 @@ impl Loop<'_> {
                 if done(self.obs.timeline()) {
                     return Ok(true);
                 }
-                next_eval = Instant::now() + every;
+                next_eval = crate::util::after(every);
             }
             let now = Instant::now();
             // While the pod watch is down nothing can be seen: the wait is extended by the
             // time it was down (within the outage budget), so an outage does not time it out.
             let blind = self.pod_downtime - downtime_before
                 + self.pod_down_since.map_or(Duration::ZERO, |s| now - s.max(began));
-            let until = until + blind.min(self.env.api_outage_budget);
+            let until = crate::util::add(until, blind.min(self.env.api_outage_budget));
             if now >= until {
                 return Ok(false);
             }
@@ -631,7 +631,7 @@ impl Loop<'_> {
                     crate::util::fmt_secs((now - began).as_secs_f64().round()),
                     crate::util::fmt_secs((until - now).as_secs_f64().round())
                 );
-                next_progress = now + self.env.progress_every;
+                next_progress = crate::util::add(now, self.env.progress_every);
             }
             let wake = until
                 .min(next_progress)

@@ -484,11 +484,13 @@ pub fn execute(
     let server = fingerprint.server_minor();
     // Replaying a run folder: how many attempts each repetition of each case made live.
     let replay_plan: Arc<BTreeMap<String, Vec<usize>>> = Arc::new(match &source {
-        Source::Replay(dir) if is_run_folder(dir) => std::fs::read_to_string(dir.join("summary.json"))
-            .ok()
-            .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
-            .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
-            .unwrap_or_default(),
+        Source::Replay(dir) if is_run_folder(dir) => {
+            crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+                .ok()
+                .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+                .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
+                .unwrap_or_default()
+        }
         _ => BTreeMap::new(),
     });
     let source = Arc::new(source);
@@ -778,11 +780,11 @@ async fn sweep(
     cleanup_timeout: Duration,
     request_timeout: Duration,
 ) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + cleanup_timeout;
+    let deadline = crate::util::after_tokio(cleanup_timeout);
     let mut todo = registered;
     // Listing costs one request and finds a namespace whose create answer never reached us.
     let list = tokio::time::timeout_at(
-        deadline.min(tokio::time::Instant::now() + request_timeout),
+        deadline.min(crate::util::after_tokio(request_timeout)),
         crate::cluster::namespaces_labelled(&client, Some(run_id)),
     )
     .await;
@@ -912,7 +914,7 @@ fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
     if !is_run_folder(dir) {
         return None;
     }
-    let text = std::fs::read_to_string(dir.join("summary.json")).ok()?;
+    let text = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY).ok()?;
     let s: RunSummary = serde_json::from_str(&text).ok()?;
     Some(s.cases.iter().map(|c| c.case_name()).collect())
 }
@@ -926,7 +928,7 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
         return Ok(());
     }
     let run_json = dir.join("recordings").join("run.json");
-    if let Ok(text) = std::fs::read_to_string(&run_json) {
+    if let Some(text) = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| e.to_string())? {
         let v: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife run.json: {e}", run_json.display()))?;
         if let Some(r) = v.get("retries").and_then(|x| x.as_u64()) {
@@ -967,12 +969,13 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
 pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
     let source = Some(format!("replay:{}", dir.display()));
     if is_run_folder(dir) {
-        let from_summary = std::fs::read_to_string(dir.join("summary.json"))
+        let from_summary = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
             .ok()
             .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
             .map(|s| s.fingerprint);
         let from_info = || {
-            let text = std::fs::read_to_string(dir.join("recordings/cluster-info.json")).ok()?;
+            let text =
+                crate::files::read_string(&dir.join("recordings/cluster-info.json"), crate::files::SUMMARY).ok()?;
             let v: serde_json::Value = serde_json::from_str(&text).ok()?;
             serde_json::from_value::<Fingerprint>(v.get("fingerprint")?.clone()).ok()
         };
@@ -985,7 +988,7 @@ pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
         source,
         ..Fingerprint::default()
     };
-    let Ok(text) = std::fs::read_to_string(dir.join("cluster-info.json")) else {
+    let Ok(text) = crate::files::read_string(&dir.join("cluster-info.json"), crate::files::SUMMARY) else {
         return fp;
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {

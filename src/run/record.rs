@@ -330,7 +330,7 @@ pub fn close_after_panic(
     let actions = dir.join("actions.jsonl");
     let mut inputs = 0;
     if dir.is_dir() {
-        let text = std::fs::read_to_string(&actions)?;
+        let text = crate::files::read_string(&actions, crate::files::RECORDING).map_err(std::io::Error::other)?;
         for line in text.lines() {
             let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
                 continue;

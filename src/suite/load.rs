@@ -8,6 +8,12 @@ use std::path::{Path, PathBuf};
 use super::model::*;
 use super::types::InstanceSel;
 
+/// The longest `gracePeriodSeconds` a delete step may ask for: a grace period longer than the
+/// longest case timeout (`MAX_DURATION`, 24 h) could never be seen to end within the case. The
+/// API takes it as a 64-bit integer, but podlife must never send a value it had to cut (the
+/// kube client's field is 32 bits: 4294967296 once went out as 0, "kill now").
+pub const MAX_GRACE_SECONDS: i64 = 24 * 3600;
+
 /// Images every suite may use as `${image.NAME}` without declaring them. agnhost is the version
 /// upstream's conformance tests of Kubernetes 1.36 use (test/utils/image/manifest.go on
 /// release-1.36, kubernetes/kubernetes#141537): its ENTRYPOINT/CMD, `entrypoint-tester`, `pause`
@@ -203,7 +209,8 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
             walk(p, &mut found);
             found.sort();
             files.extend(found);
-        } else if p.is_file() {
+        } else if p.exists() {
+            // Not only regular files: a FIFO or a device is then refused by name when read.
             files.push(p.clone());
         } else {
             errors.push(Diag {
@@ -348,13 +355,13 @@ impl Ctx<'_> {
 /// Loads one suite file and validates it.
 pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = crate::files::read_string(path, crate::files::SUITE).map_err(|e| {
         vec![Diag {
             file: file.clone(),
             line: 0,
             col: 0,
             path: String::new(),
-            message: format!("cannot read: {e}"),
+            message: e.problem.to_string(),
         }]
     })?;
     let suite: SuiteFile = parse_yaml(&text, &file).map_err(|d| vec![d])?;
@@ -548,18 +555,29 @@ fn load_case(
             Step::WaitFor(w) => refs.mark_ref(&w.until, &format!("{sp}.waitFor.until")),
             Step::Delete(d) => {
                 if let Some(g) = d.grace_period_seconds
-                    && g < 0
+                    && !(0..=MAX_GRACE_SECONDS).contains(&g)
                 {
                     refs.ctx.err(
                         s,
                         format!("{sp}.delete.gracePeriodSeconds"),
-                        format!("must be 0 or more, got {g}"),
+                        if g < 0 {
+                            format!("must be 0 or more, got {g}")
+                        } else {
+                            format!("must be at most {MAX_GRACE_SECONDS} (24h, the longest case timeout), got {g}")
+                        },
                     );
                 }
             }
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(&mut refs, s, patch, &sp, &pod, images),
         }
+    }
+    if case.expect.is_empty() {
+        refs.ctx.err(
+            &case.name,
+            format!("{p}.expect"),
+            "a case needs at least one expectation: without one it passes on any node and certifies nothing",
+        );
     }
     for (i, e) in case.expect.iter().enumerate() {
         let at = Loc {
@@ -669,22 +687,86 @@ pub fn parse_version(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-/// Resolves a manifest path against the suite's directory and its ancestors.
+/// The suite's project root: the directory holding the `suites/` folder the suite file is in
+/// (`<root>/suites/a/b.yaml` → `<root>`), else the suite file's own directory.
+pub fn project_root(base: &Path) -> &Path {
+    base.ancestors()
+        .find(|d| d.file_name().is_some_and(|n| n == "suites"))
+        .and_then(Path::parent)
+        .map(|r| if r.as_os_str().is_empty() { Path::new(".") } else { r })
+        .unwrap_or(base)
+}
+
+/// Resolves a relative manifest path against the suite's directory, then each parent up to the
+/// project root (`project_root`), never above it: a file in a directory above the project (a
+/// shared temporary directory) is never picked up, and `..` cannot lead out of it. Symlinks are
+/// followed: one inside the project was put there by its owner (e.g. a shared `manifests/`).
+/// An absolute path is read as written (the suite's author named that exact file).
 fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, PathBuf), String> {
-    let rel = Path::new(&m.value);
-    let found = if rel.is_absolute() {
-        rel.exists().then(|| rel.to_path_buf())
+    let base = if base.as_os_str().is_empty() {
+        Path::new(".")
     } else {
-        base.ancestors().map(|d| d.join(rel)).find(|p| p.is_file())
+        base
     };
-    let Some(path) = found else {
-        return Err(format!(
-            "manifest `{}` not found (searched from {} upwards)",
-            m.value,
-            base.display()
-        ));
+    let rel = Path::new(&m.value);
+    let root = project_root(base);
+    let path = if rel.is_absolute() {
+        if !rel.exists() {
+            return Err(format!("manifest `{}` not found", m.value));
+        }
+        rel.to_path_buf()
+    } else {
+        let mut dirs = vec![];
+        for d in base.ancestors() {
+            dirs.push(d);
+            if d == root {
+                break;
+            }
+        }
+        // The last directory searched is the project root, so `dirs[i]` lies
+        // `dirs.len() - 1 - i` levels below it: a path whose `..` climbs further leaves it.
+        let climbs_out = |i: usize| {
+            let mut depth = (dirs.len() - 1 - i) as i64;
+            rel.components().any(|c| {
+                match c {
+                    std::path::Component::ParentDir => depth -= 1,
+                    std::path::Component::Normal(_) => depth += 1,
+                    _ => {}
+                }
+                depth < 0
+            })
+        };
+        let found = dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (i, d.join(rel)))
+            .find(|(_, p)| p.exists());
+        if let Some((i, path)) = &found
+            && climbs_out(*i)
+        {
+            return Err(format!(
+                "manifest `{}` resolves to {}, outside the project root {}: refused",
+                m.value,
+                path.display(),
+                root.display()
+            ));
+        }
+        let Some((_, path)) = found else {
+            let searched = if dirs.len() == 1 {
+                format!("searched in {}", base.display())
+            } else {
+                format!(
+                    "searched from {} up to the project root {}",
+                    base.display(),
+                    root.display()
+                )
+            };
+            return Err(format!("manifest `{}` not found ({searched})", m.value));
+        };
+        path
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read manifest `{}`: {e}", path.display()))?;
+    let text = crate::files::read_string(&path, crate::files::MANIFEST)
+        .map_err(|e| format!("manifest `{}`: {}", path.display(), e.problem))?;
     let value: serde_json::Value =
         parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
     Ok((value, path))
@@ -795,6 +877,17 @@ fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Resu
                 .join(", ")
         ));
     }
+    match obj.get("metadata").and_then(|m| m.get("name")) {
+        None => return Err("the Pod has no `metadata.name`".into()),
+        Some(n) => {
+            let name = n.as_str().ok_or("`metadata.name` is not a string")?;
+            if !dns1123_subdomain(name) {
+                return Err(format!(
+                    "invalid pod name \"{name}\" in `metadata.name`: use at most 253 characters of a-z, 0-9, `-` and `.`, starting and ending with a letter or digit (a DNS-1123 subdomain, as the API requires)"
+                ));
+            }
+        }
+    }
     let mut rendered = pod.clone();
     substitute(&mut rendered, images);
     let typed: k8s_openapi::api::core::v1::Pod =
@@ -828,6 +921,17 @@ fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Resu
         }
     }
     Ok(out)
+}
+
+/// A DNS-1123 subdomain, what the API server accepts as a pod name.
+fn dns1123_subdomain(n: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    !n.is_empty()
+        && n.len() <= 253
+        && n.split('.').all(|label| {
+            let b = label.as_bytes();
+            !b.is_empty() && b.iter().all(|&c| alnum(c) || c == b'-') && alnum(b[0]) && alnum(b[b.len() - 1])
+        })
 }
 
 fn find_templates(v: &serde_json::Value, images: &BTreeMap<String, String>, unknown: &mut BTreeSet<String>) {
@@ -995,6 +1099,23 @@ impl Refs<'_, '_> {
                         "give `message` (a regex) or `messageEquals`, not both",
                     );
                 }
+                let checks_something = c.state.is_some()
+                    || c.exit_code.is_some()
+                    || c.reason.is_some()
+                    || c.restart_count.is_some()
+                    || c.message.is_some()
+                    || c.message_equals.is_some()
+                    || c.ready.is_some()
+                    || c.started.is_some()
+                    || !c.waiting_reasons_seen.is_empty()
+                    || c.never_started;
+                if !checks_something {
+                    self.ctx.err(
+                        &c.name,
+                        format!("{path}.container"),
+                        "the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen` or `neverStarted`",
+                    );
+                }
                 if matches!(c.instance, InstanceSel::Any | InstanceSel::Each) {
                     self.ctx.err(
                         &c.name,
@@ -1082,6 +1203,13 @@ impl Refs<'_, '_> {
                 }
             }
             Expectation::Event(ev) => {
+                if ev.reason.trim().is_empty() {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.event.reason"),
+                        "the event reason is empty (it would match no event the kubelet sends)",
+                    );
+                }
                 if let Some(c) = &ev.container {
                     self.container(c, &format!("{path}.event.container"));
                 }

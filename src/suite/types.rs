@@ -9,7 +9,12 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-/// A human duration such as `5s`, `500ms`, `1m30s` (humantime syntax).
+/// The longest duration a suite may give (timeouts, waits, sleeps, tolerances, gap bounds): 24 h.
+/// No CI job runs that long (GitHub Actions stops a job at 6 h), the slowest built-in case takes
+/// 3.2 min, and the bound keeps every deadline the runner computes far from `Instant` overflow.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// A human duration such as `5s`, `500ms`, `1m30s` (humantime syntax), at most `MAX_DURATION`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Dur(pub Duration);
 
@@ -37,9 +42,18 @@ impl<'de> Deserialize<'de> for Dur {
                 f.write_str("a duration such as `5s`, `500ms` or `1m30s`")
             }
             fn visit_str<E: de::Error>(self, s: &str) -> Result<Dur, E> {
-                humantime::parse_duration(s.trim())
-                    .map(Dur)
-                    .map_err(|_| E::custom(format!("invalid duration \"{s}\" (use e.g. `5s`, `500ms`, `1m30s`)")))
+                let d = humantime::parse_duration(s.trim()).map_err(|e| {
+                    // humantime refuses values past u64 seconds ("number is too large").
+                    if matches!(e, humantime::DurationError::NumberOverflow) {
+                        E::custom(format!("duration \"{s}\" is above the 24h maximum"))
+                    } else {
+                        E::custom(format!("invalid duration \"{s}\" (use e.g. `5s`, `500ms`, `1m30s`)"))
+                    }
+                })?;
+                if d > MAX_DURATION {
+                    return Err(E::custom(format!("duration \"{s}\" is above the 24h maximum")));
+                }
+                Ok(Dur(d))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Dur, E> {
                 if v == 0 {
@@ -367,6 +381,19 @@ impl<'de> Deserialize<'de> for Count {
             }
             fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Count, A::Error> {
                 let m = Map::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                match (m.exactly, m.at_least, m.at_most) {
+                    (None, None, None) => {
+                        return Err(de::Error::custom(
+                            "empty count: it would match any number; give `exactly`, `atLeast` or `atMost`",
+                        ));
+                    }
+                    (Some(e), l, h) if l.is_some() || h.is_some() => {
+                        return Err(de::Error::custom(format!(
+                            "invalid count: `exactly: {e}` with `atLeast`/`atMost`; give one or the other"
+                        )));
+                    }
+                    _ => {}
+                }
                 if let (Some(l), Some(h)) = (m.at_least, m.at_most)
                     && l > h
                 {

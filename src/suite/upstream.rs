@@ -17,7 +17,7 @@ pub struct UpstreamRow {
 
 /// Reads `testname<TAB>pod|n/a<TAB>reason` lines (`#` comments and blank lines skipped).
 pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let text = crate::files::read_string(path, crate::files::LIST).map_err(|e| e.to_string())?;
     let mut out = vec![];
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() || line.starts_with('#') {

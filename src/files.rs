@@ -1,0 +1,231 @@
+//! Bounded file reads (`Limit`, `FileError`): every file podlife reads — suites, manifests,
+//! recordings and their logs, stored timelines, run summaries, bundles — goes through here.
+//!
+//! A path is checked with `std::fs::metadata` *before* it is opened, because opening a FIFO
+//! blocks until a writer appears and a device such as `/dev/zero` never ends: anything that is
+//! not a regular file is refused with one line naming the path. A regular file is read through
+//! `take(limit + 1)`, so a file that grows while it is read still cannot exceed its limit.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The most bytes podlife reads from one file of a kind, and why that is enough.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// What the file is, for the error message ("suite file").
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+/// A suite is written by hand (the largest built-in one is 29 KiB); 4 MiB leaves room for
+/// generated suites while keeping `validate` instant.
+pub const SUITE: Limit = Limit {
+    what: "suite file",
+    bytes: 4 * MIB,
+};
+/// The API server refuses a request above etcd's default 1.5 MiB (`--max-request-bytes`), so a
+/// larger pod manifest could never be created anyway.
+pub const MANIFEST: Limit = Limit {
+    what: "pod manifest",
+    bytes: 2 * MIB,
+};
+/// One file of a recording (a watch stream, `actions.jsonl`, a log file). The observer keeps at
+/// most 32 MiB of log text per container instance (`MAX_LOG_BYTES_PER_INSTANCE`); JSON escaping
+/// and receive times can grow that several times, and a pod watch of a long case holds a few
+/// thousand pod objects of a few KiB each. 256 MiB covers both with room.
+pub const RECORDING: Limit = Limit {
+    what: "recording file",
+    bytes: 256 * MIB,
+};
+/// A stored timeline holds the same evidence as a recording, once: the same bound.
+pub const TIMELINE: Limit = Limit {
+    what: "timeline",
+    bytes: 256 * MIB,
+};
+/// `summary.json`, `run.json`, `cluster-info.json`, `BUNDLE.json`: a summary of a full run with
+/// its verdicts and timings is under 1 MiB (the largest live run: 0.85 MiB); 64 MiB allows
+/// thousands of cases with `--repeat`.
+pub const SUMMARY: Limit = Limit {
+    what: "run summary",
+    bytes: 64 * MIB,
+};
+/// A `.tar.gz` bundle: it may unpack to at most 4 GiB (`run::bundle::MAX_TOTAL_BYTES`), and
+/// gzip never makes data much larger, so a bigger archive cannot be a valid bundle.
+pub const BUNDLE: Limit = Limit {
+    what: "bundle",
+    bytes: 4 * 1024 * MIB,
+};
+/// Small text lists shipped with podlife (the upstream conformance list: a few KiB).
+pub const LIST: Limit = Limit {
+    what: "list file",
+    bytes: 4 * MIB,
+};
+
+/// Why a file could not be read; the message is one line naming the path.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {problem}", path.display())]
+pub struct FileError {
+    pub path: PathBuf,
+    pub problem: Problem,
+}
+
+/// What was wrong with the file (`FileError` adds the path).
+#[derive(Debug, thiserror::Error)]
+pub enum Problem {
+    #[error("cannot read: {0}")]
+    Io(std::io::Error),
+    #[error("is {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("larger than the {} limit for a {} ({})", human(limit.bytes), limit.what, human(*size))]
+    TooLarge { limit: Limit, size: u64 },
+    #[error("not UTF-8 text (byte {0})")]
+    NotUtf8(usize),
+}
+
+impl FileError {
+    fn new(path: &Path, problem: Problem) -> FileError {
+        FileError {
+            path: path.to_path_buf(),
+            problem,
+        }
+    }
+
+    /// The file does not exist (callers for whom an absent file is normal test this).
+    pub fn is_not_found(&self) -> bool {
+        matches!(&self.problem, Problem::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// What a non-regular file is, in words.
+fn kind_of(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    }
+}
+
+/// Opens `path` if (and only if) it is a regular file no larger than `limit`; the reader
+/// stops one byte past the limit so `read_bytes` can tell an over-long file.
+pub fn open(path: &Path, limit: Limit) -> Result<std::io::Take<std::fs::File>, FileError> {
+    // metadata() before open(): opening a FIFO would block here.
+    let meta = std::fs::metadata(path).map_err(|e| FileError::new(path, Problem::Io(e)))?;
+    if !meta.file_type().is_file() {
+        return Err(FileError::new(path, Problem::NotRegular(kind_of(&meta.file_type()))));
+    }
+    if meta.len() > limit.bytes {
+        return Err(FileError::new(
+            path,
+            Problem::TooLarge {
+                limit,
+                size: meta.len(),
+            },
+        ));
+    }
+    let file = std::fs::File::open(path).map_err(|e| FileError::new(path, Problem::Io(e)))?;
+    Ok(file.take(limit.bytes.saturating_add(1)))
+}
+
+/// Reads a regular file of at most `limit` bytes.
+pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
+    let mut reader = open(path, limit)?;
+    let mut buf = vec![];
+    reader
+        .read_to_end(&mut buf)
+        .map_err(|e| FileError::new(path, Problem::Io(e)))?;
+    // The file grew between metadata() and the read.
+    if buf.len() as u64 > limit.bytes {
+        let size = buf.len() as u64;
+        return Err(FileError::new(path, Problem::TooLarge { limit, size }));
+    }
+    Ok(buf)
+}
+
+/// Reads a regular UTF-8 text file of at most `limit` bytes.
+pub fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
+    let bytes = read_bytes(path, limit)?;
+    String::from_utf8(bytes).map_err(|e| FileError::new(path, Problem::NotUtf8(e.utf8_error().valid_up_to())))
+}
+
+/// Like `read_string`, but an absent file is `Ok(None)` (a FIFO, a device or an over-long
+/// file is still an error, never taken for "absent").
+pub fn read_string_opt(path: &Path, limit: Limit) -> Result<Option<String>, FileError> {
+    match read_string(path, limit) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `path` lies inside `root` once symlinks are resolved (both must exist). Used where
+/// a file named by data (a recording's index) must not lead podlife out of its folder.
+pub fn is_within(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_a_directory_and_a_device_without_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_string(dir.path(), SUITE).unwrap_err();
+        assert!(matches!(e.problem, Problem::NotRegular("a directory")), "{e}");
+        let e = read_bytes(Path::new("/dev/zero"), RECORDING).unwrap_err();
+        assert!(e.to_string().contains("/dev/zero: is a character device"), "{e}");
+    }
+
+    #[test]
+    fn an_oversize_file_names_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big");
+        std::fs::write(&p, vec![b'x'; 100]).unwrap();
+        let small = Limit {
+            what: "test file",
+            bytes: 99,
+        };
+        let e = read_string(&p, small).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}: larger than the 99 bytes limit for a test file (100 bytes)",
+                p.display()
+            )
+        );
+        let exact = Limit {
+            what: "test file",
+            bytes: 100,
+        };
+        assert_eq!(read_string(&p, exact).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn absent_is_none_but_bad_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_string_opt(&dir.path().join("nope"), SUITE).unwrap().is_none());
+        assert!(read_string_opt(dir.path(), SUITE).is_err());
+    }
+}
