@@ -334,7 +334,7 @@ const CASES: &[(&str, Option<&str>)] = &[
     (
         "object-missing.yaml",
         Some(
-            "tests/malformed/object-missing.yaml:5:15: cases[0].objects[0]: manifest `manifests/does-not-exist.yaml` not found (searched from tests/malformed upwards)",
+            "tests/malformed/object-missing.yaml:5:15: cases[0].objects[0]: manifest `manifests/does-not-exist.yaml` not found (searched in tests/malformed)",
         ),
     ),
     (
