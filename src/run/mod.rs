@@ -657,6 +657,7 @@ pub fn execute(
     }
     let interrupt = *interrupted_by.lock().expect("interrupt");
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
+    let fleet_view = stats::fleet(&cases, &fingerprint);
     let summary = RunSummary {
         run_id: run_id.clone(),
         started,
@@ -675,6 +676,7 @@ pub fn execute(
         repeat: opts.repeat.max(1),
         certification: stats::certify(&cases),
         upstream: stats::upstream(&cases, &opts.upstream_applicable),
+        fleet: fleet_view,
         cases,
     };
     let report_dir = opts.reports_dir.join(&run_id);
