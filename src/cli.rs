@@ -491,7 +491,9 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     };
     let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
     // Same rule as `run --replay`: the source must have done what the steps say.
-    if let Some(v) = crate::judge::steps_verdict(&case.spec, &tl) {
+    if let Some(v) =
+        crate::run::case::objects_verdict(case, &tl).or_else(|| crate::judge::steps_verdict(&case.spec, &tl))
+    {
         verdicts.insert(0, v);
     }
     let failed = verdicts

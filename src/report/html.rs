@@ -639,6 +639,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
             ActionKind::Apply => "apply".to_string(),
             ActionKind::Delete => "delete".to_string(),
             ActionKind::Patch => "patch".to_string(),
+            ActionKind::ApplyObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
         };
         if let Some(g) = a.grace_period_seconds {
             label.push_str(&format!(" (grace {g}s)"));
