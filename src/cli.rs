@@ -251,8 +251,16 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
 pub struct DiffArgs {
     /// The earlier run: reports/<runid> (or a reports folder holding one run).
     pub before: PathBuf,
-    /// The later run.
-    pub after: PathBuf,
+    /// The later run (default, with --node-a/--node-b: the same run, node against node).
+    #[arg(required_unless_present_all = ["node_a", "node_b"])]
+    pub after: Option<PathBuf>,
+    /// Compare the cases this node of an --each-node run ran (in BEFORE) ...
+    #[arg(long, value_name = "NODE", requires = "node_b")]
+    pub node_a: Option<String>,
+    /// ... with those this node ran (in AFTER, or in BEFORE when AFTER is not given): e.g. an
+    /// old-kubelet node against an upgraded one during a rolling upgrade.
+    #[arg(long, value_name = "NODE", requires = "node_a")]
+    pub node_b: Option<String>,
     /// An extra floor a timing change must exceed, besides its own noise: `20%` or `500ms`.
     #[arg(long)]
     pub threshold: Option<crate::report::diff::Threshold>,
@@ -483,7 +491,9 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     };
     let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
     // Same rule as `run --replay`: the source must have done what the steps say.
-    if let Some(v) = crate::judge::steps_verdict(&case.spec, &tl) {
+    if let Some(v) =
+        crate::run::case::objects_verdict(case, &tl).or_else(|| crate::judge::steps_verdict(&case.spec, &tl))
+    {
         verdicts.insert(0, v);
     }
     let failed = verdicts
@@ -893,9 +903,10 @@ fn images_cmd(args: ImagesArgs) -> ExitCode {
 fn diff_cmd(args: DiffArgs) -> ExitCode {
     use crate::report::diff;
     // Bundles are read in place of their run folder (unpacked for the duration of the call).
+    let after_path = args.after.clone().unwrap_or_else(|| args.before.clone());
     let (xb, xa) = match (
         crate::run::bundle::open(&args.before),
-        crate::run::bundle::open(&args.after),
+        crate::run::bundle::open(&after_path),
     ) {
         (Ok(b), Ok(a)) => (b, a),
         (Err(e), _) | (_, Err(e)) => {
@@ -904,7 +915,7 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
         }
     };
     let before_dir = xb.as_ref().map_or(args.before.clone(), |x| x.dir.clone());
-    let after_dir = xa.as_ref().map_or(args.after.clone(), |x| x.dir.clone());
+    let after_dir = xa.as_ref().map_or(after_path.clone(), |x| x.dir.clone());
     let load = |p: &std::path::Path| diff::load_summary(p);
     let (before, after) = match (load(&before_dir), load(&after_dir)) {
         (Ok((_, b)), Ok((_, a))) => (b, a),
@@ -912,6 +923,20 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
+    };
+    // Node against node: each side is the run as that node saw it (its cases, its fingerprint).
+    let (before, after) = match (&args.node_a, &args.node_b) {
+        (Some(a), Some(b)) => match (
+            crate::report::fleet::node_view(&before, a),
+            crate::report::fleet::node_view(&after, b),
+        ) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => (before, after),
     };
     // Older reports: describe their measurements from the suites, if they load (quietly: a
     // diff does not need them for anything else).

@@ -40,7 +40,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-case-field.yaml:5:5: cases[0].expects: unknown field \
              `expects`, expected one of name, description, reference, tags, upstream, manifest, pod, \
-             minServerVersion, timeout, steps, marks, expect",
+             objects, minServerVersion, timeout, steps, marks, expect",
         ),
     ),
     (
@@ -300,6 +300,49 @@ const CASES: &[(&str, Option<&str>)] = &[
             "tests/malformed/event-reason-empty.yaml:6:9: cases[0].expect[0].event.reason: the event reason is empty (it would match no event the kubelet sends)",
         ),
     ),
+    // Auxiliary objects (`objects:`): each problem names the file, line and column.
+    (
+        "object-invalid-yaml.yaml",
+        Some(
+            "tests/malformed/object-invalid-yaml.yaml:5:15: cases[0].objects[0]: invalid manifest: tests/malformed/manifests/cm-invalid-yaml.yaml:6:13: data.greeting: unclosed bracket '['",
+        ),
+    ),
+    (
+        "object-not-allowed.yaml",
+        Some(
+            "tests/malformed/object-not-allowed.yaml:5:15: cases[0].objects[0]: tests/malformed/manifests/deployment.yaml: apiVersion `apps/v1`, kind `Deployment`: a case may create only v1 ConfigMap, Secret, Service beside its pod (they go with the case namespace; other kinds would start pods podlife does not observe, change what the pod may do, or outlive the namespace)",
+        ),
+    ),
+    (
+        "object-bad-name.yaml",
+        Some(
+            "tests/malformed/object-bad-name.yaml:5:15: cases[0].objects[0]: tests/malformed/manifests/cm-bad-name.yaml: invalid ConfigMap name \"Settings_1\": use lowercase DNS labels (a-z, 0-9, `-`) separated by `.`, at most 253 characters",
+        ),
+    ),
+    (
+        "object-nodeport.yaml",
+        Some(
+            "tests/malformed/object-nodeport.yaml:5:15: cases[0].objects[0]: tests/malformed/manifests/svc-nodeport.yaml: spec.type: NodePort reaches beyond the case namespace (node ports, load balancers); use ClusterIP",
+        ),
+    ),
+    (
+        "object-secret-data.yaml",
+        Some(
+            "tests/malformed/object-secret-data.yaml:5:15: cases[0].objects[0]: tests/malformed/manifests/secret-not-base64.yaml: not a valid v1 Secret: data.password: Invalid symbol 32, offset 3. (`data` values are base64; use `stringData` for plain text)",
+        ),
+    ),
+    (
+        "object-missing.yaml",
+        Some(
+            "tests/malformed/object-missing.yaml:5:15: cases[0].objects[0]: manifest `manifests/does-not-exist.yaml` not found (searched in tests/malformed)",
+        ),
+    ),
+    (
+        "object-twice.yaml",
+        Some(
+            "tests/malformed/object-twice.yaml:7:9: cases[0].objects[1]: ConfigMap/settings is also objects[0]: each object once",
+        ),
+    ),
 ];
 
 fn root() -> &'static Path {
@@ -458,7 +501,7 @@ fn validating_a_directory_reports_all_problems_of_all_files() {
     let b = suites.join("b-two-problems.yaml").display().to_string();
     let expected = format!(
         "{a}:5:5: cases[0].expects: unknown field `expects`, expected one of name, description, \
-         reference, tags, upstream, manifest, pod, minServerVersion, timeout, steps, marks, expect\n\
+         reference, tags, upstream, manifest, pod, objects, minServerVersion, timeout, steps, marks, expect\n\
          {b}:7:27: cases[0].expect[0].container.name: unknown container `nope` (the pod has: main)\n\
          {b}:8:11: cases[1].name: invalid name \"Two\": use 1-40 characters of a-z, 0-9 and `-` \
          (it becomes part of a namespace name)\n\

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use podlife::cluster::Cluster;
 use podlife::results::CaseStatus;
+use podlife::results::stats::AreaVerdict;
 use podlife::run::{RunOptions, RunOutcome, run_live};
 use support::fake_api::{self, FakeNode, FakeState};
 
@@ -77,8 +78,12 @@ cases:
 "#;
 
 fn suites(dir: &Path) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
+    suites_of(dir, &[("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)])
+}
+
+fn suites_of(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
     let mut paths = vec![];
-    for (name, body) in [("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)] {
+    for (name, body) in files {
         let p = dir.join(name);
         std::fs::write(&p, body.replace("REC", &recordings().display().to_string())).unwrap();
         paths.push(p);
@@ -132,7 +137,10 @@ fn env(nodes: Vec<FakeNode>) -> Env {
 }
 
 fn run(e: &Env, o: &RunOptions) -> RunOutcome {
-    let cases = suites(e.dir.path());
+    run_cases(e, o, suites(e.dir.path()))
+}
+
+fn run_cases(e: &Env, o: &RunOptions, cases: Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)>) -> RunOutcome {
     let mut out = run_live(o, cases, e.cluster.clone(), "fleetrun".into(), &e.rt).expect("run");
     let published = podlife::report::publish(
         podlife::report::PublishOptions {
@@ -181,6 +189,9 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     let namespaces: std::collections::BTreeSet<&String> = f.placed.iter().map(|(ns, _, _)| ns).collect();
     assert_eq!(namespaces.len(), 6, "one namespace per case and node: {namespaces:?}");
     assert!(namespaces.contains(&"podlife-fleetrun-lifecycle-restart-never-success-node-b".to_string()));
+    // API requests stay bounded per case and run-wide (the capacity benchmark below counts them
+    // per case: at most 11, plus 15 for the preflight, the node list and the sweep).
+    assert!(f.requests.len() <= 15 + 11 * 6, "{} requests", f.requests.len());
     let pod = &f.applied["restart-never-success"];
     assert!(
         pod["spec"]["nodeSelector"]["kubernetes.io/hostname"].is_string(),
@@ -234,6 +245,64 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     let failures = xml.matches("<failure").count();
     assert_eq!(failures, 1, "only node-b's gap fails: {xml}");
 
+    // The node × area matrix attributes the failure to node-b, and only there.
+    let f = s.fleet.as_ref().expect("a fleet run has a matrix");
+    let cell = |node: &str, area: &str| {
+        let row = f.nodes.iter().find(|n| n.node == node).unwrap();
+        row.areas.iter().find(|a| a.area == area).unwrap().clone()
+    };
+    let bad = cell("node-b", "lifecycle");
+    assert_eq!(bad.verdict, AreaVerdict::NotConformant);
+    assert_eq!(bad.failing, ["lifecycle::restart-never-success@node-b"]);
+    for (node, area) in [
+        ("node-a", "lifecycle"),
+        ("node-c", "lifecycle"),
+        ("node-a", "failures"),
+        ("node-b", "failures"),
+        ("node-c", "failures"),
+    ] {
+        assert_eq!(cell(node, area).verdict, AreaVerdict::Conformant, "{node} {area}");
+    }
+    // Grouped by fingerprint: node-c's newer containerd sets it apart.
+    let groups: Vec<Vec<String>> = f.groups.iter().map(|g| g.nodes.clone()).collect();
+    assert_eq!(
+        groups,
+        [vec!["node-a".to_string(), "node-b".into()], vec!["node-c".into()]]
+    );
+    let table = podlife::results::stats::matrix_table(f);
+    let row_b = table.lines().find(|l| l.trim_start().starts_with("node-b")).unwrap();
+    assert!(
+        row_b.contains("NOT CONFORMANT") && row_b.contains("containerd://2.1.9"),
+        "{table}"
+    );
+    let row_c = table.lines().find(|l| l.trim_start().starts_with("node-c")).unwrap();
+    assert!(
+        !row_c.contains("NOT CONFORMANT") && row_c.contains("containerd://2.2.0"),
+        "{table}"
+    );
+    assert!(
+        xml.contains(r#"<property name="certification.lifecycle" value="NOT CONFORMANT"/>"#),
+        "{xml}"
+    );
+    let html = std::fs::read_to_string(out.report_dir.join("index.html")).unwrap();
+    assert!(
+        html.contains("Nodes × areas") && html.contains("NOT CONFORMANT"),
+        "matrix in the HTML"
+    );
+
+    // The odd node out: node-b, against its twin node-a. node-a is not odd (better than its only
+    // peer could be either's fault), node-c has no peer (its newer containerd is its own group).
+    let odd: Vec<&str> = f.odd.iter().map(|o| o.node.as_str()).collect();
+    assert_eq!(odd, ["node-b"], "{:#?}", f.odd);
+    let why = f.odd[0].differences.join("\n");
+    assert!(
+        why.contains("lifecycle::restart-never-success: failed here, passed on the rest of group 1 (node-a)"),
+        "{why}"
+    );
+    assert!(why.contains("beyond noise"), "the gap is named with its noise: {why}");
+    assert!(xml.contains(r#"<property name="oddNodeOut""#), "{xml}");
+    assert!(html.contains("odd node out: node-b"), "odd node in the HTML");
+
     // Replaying the recorded fleet run reproduces every copy, with the same verdicts.
     let mut r = opts(e.dir.path());
     r.target = Default::default();
@@ -257,4 +326,233 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .collect();
     let want: Vec<(String, CaseStatus)> = s.cases.iter().map(|c| (c.full_name(), c.status)).collect();
     assert_eq!(got, want);
+
+    // Re-judging the fleet run with the same suites: every copy found, nothing changed.
+    let rejudged = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .arg("rejudge")
+        .arg(&out.report_dir)
+        .arg("--suites")
+        .arg(e.dir.path().join("lifecycle.yaml"))
+        .arg("--suites")
+        .arg(e.dir.path().join("failures.yaml"))
+        .arg("--reports")
+        .arg(e.dir.path().join("rejudged"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&rejudged.stdout);
+    assert!(
+        text.contains("5 passed, 1 failed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&rejudged.stderr)
+    );
+    assert!(text.contains("0 regressions"), "{text}");
+}
+
+/// A gap with only an upper bound: a slower node still passes, so only the timing can tell.
+const LOOSE_GAP: &str = r#"
+name: timing
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    expect:
+      - phase: Succeeded
+      - gap: {from: {log: {container: main, regex: start}}, to: {log: {container: main, regex: exiting}}, max: 5s}
+"#;
+
+#[test]
+fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise_is_not() {
+    // Four identical nodes; w4's pods take 1.6× as long (the 1 s gap: 1.6 s, far beyond the
+    // 0.25 s process-scheduling noise of a log-to-log gap), w2's 1.1× (within it).
+    let mut nodes: Vec<FakeNode> = ["w1", "w2", "w3", "w4"].iter().map(|n| FakeNode::new(n)).collect();
+    nodes[1].stretch = 1.1;
+    nodes[3].stretch = 1.6;
+    let e = env(nodes);
+    let out = run_cases(
+        &e,
+        &opts(e.dir.path()),
+        suites_of(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
+    );
+    let s = &out.summary;
+    assert!(
+        s.cases.iter().all(|c| c.status == CaseStatus::Passed),
+        "every node passes the loose gap"
+    );
+    let f = s.fleet.as_ref().unwrap();
+    assert_eq!(f.groups.len(), 1);
+    let odd: Vec<&str> = f.odd.iter().map(|o| o.node.as_str()).collect();
+    assert_eq!(odd, ["w4"], "{:#?}", f.odd);
+    let why = f.odd[0].differences.join("\n");
+    assert!(why.contains("timing::restart-never-success [1] gap"), "{why}");
+    assert!(why.contains("rest of group 1 (w1, w2, w3)"), "{why}");
+
+    // `diff` between two nodes of the run: w1 → w4 regresses (the same comparison), w1 → w2 does not.
+    let dir = out.report_dir.display().to_string();
+    let diff = |a: &str, b: &str| {
+        assert_cmd::Command::cargo_bin("podlife")
+            .unwrap()
+            .args(["diff", &dir, "--node-a", a, "--node-b", b])
+            .output()
+            .unwrap()
+    };
+    let slow = diff("w1", "w4");
+    let text = String::from_utf8_lossy(&slow.stdout);
+    assert_eq!(slow.status.code(), Some(1), "{text}");
+    assert!(text.contains("REGRESSION") && text.contains("fleetrun@w4"), "{text}");
+    let same = diff("w1", "w2");
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    let unknown = diff("w1", "nope");
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("no case of run fleetrun ran on node nope (nodes: w1, w2, w3, w4)")
+    );
+}
+
+/// Peak resident memory of this process so far (VmHWM), in MiB; None off Linux.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Capacity benchmark (not a timed test: it asserts only counts, and prints the figures the
+/// README quotes): one case on 10, then 100 fake nodes. Run with
+/// `cargo test --release --test fleet -- --ignored --nocapture capacity`.
+#[test]
+#[ignore = "benchmark: prints API requests and peak RSS for 10 and 100 nodes"]
+fn capacity_10_and_100_nodes() {
+    println!("peak RSS before: {:.1} MiB", peak_rss_mib().unwrap_or(f64::NAN));
+    for n in [10usize, 100] {
+        let nodes: Vec<FakeNode> = (0..n).map(|i| FakeNode::new(&format!("n{i:03}"))).collect();
+        let e = env(nodes);
+        let t0 = std::time::Instant::now();
+        let out = run_cases(
+            &e,
+            &opts(e.dir.path()),
+            suites_of(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
+        );
+        let wall = t0.elapsed().as_secs_f64();
+        let s = &out.summary;
+        assert_eq!(s.cases.len(), n);
+        assert!(s.cases.iter().all(|c| c.status == CaseStatus::Passed));
+        let f = e.fake.lock().unwrap();
+        let total = f.requests.len();
+        // Per case: its namespace's create (the name is in the body, not the URL), then every
+        // request naming the namespace (watches, apply, logs, delete and the wait for it).
+        let creates = f.count("POST /api/v1/namespaces");
+        assert_eq!(creates, n);
+        let per_case: Vec<usize> = s
+            .cases
+            .iter()
+            .map(|c| {
+                let ns = c.last().and_then(|a| a.cleanup.namespace.clone()).unwrap();
+                1 + f.requests.iter().filter(|r| r.contains(ns.as_str())).count()
+            })
+            .collect();
+        let max = per_case.iter().max().copied().unwrap_or(0);
+        let shared = total - per_case.iter().sum::<usize>();
+        println!(
+            "{n} nodes: {total} API requests ({shared} run-wide: preflight, node list, sweep; at most {max} per case), peak RSS {:.1} MiB, wall {wall:.1}s",
+            peak_rss_mib().unwrap_or(f64::NAN)
+        );
+        // The cost of a case does not grow with the fleet, nor does the run-wide part.
+        assert!(max <= 16, "{max}");
+        assert!(shared <= 20, "{shared}");
+    }
+}
+
+#[test]
+fn a_hung_node_fills_only_its_own_lane() {
+    // One case at a time per node; every apply on node-b hangs (its first case waits out a long
+    // outage budget). node-a and node-c must still run both their cases meanwhile: the run is
+    // cancelled only once they are done, so if node-b's lane held them back, the cancel would
+    // never come before node-b's case gave up, and node-b would end in an error, not interrupted.
+    let e = env(vec![
+        FakeNode::new("node-a"),
+        FakeNode::new("node-b"),
+        FakeNode::new("node-c"),
+    ]);
+    {
+        let mut f = e.fake.lock().unwrap();
+        for ns in [
+            "podlife-fleetrun-lifecycle-restart-never-success-node-b",
+            "podlife-fleetrun-failures-restart-never-fail-node-b",
+        ] {
+            f.hang.push(format!("PATCH /api/v1/namespaces/{ns}/"));
+        }
+    }
+    let mut o = opts(e.dir.path());
+    o.test_threads = 1;
+    o.api_outage_budget = Duration::from_secs(300);
+    o.request_timeout = Duration::from_secs(300);
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    o.cancel = Some(rx);
+    let fake = e.fake.clone();
+    let watcher = std::thread::spawn(move || {
+        // Bounded: a starved lane shows as a cancel that never came (the test then fails below).
+        for _ in 0..1200 {
+            let done = {
+                let f = fake.lock().unwrap();
+                let others: Vec<&String> = f
+                    .placed
+                    .iter()
+                    .filter(|(_, _, n)| n.as_deref() != Some("node-b"))
+                    .map(|(ns, _, _)| ns)
+                    .collect();
+                others.len() == 4 && others.iter().all(|ns| !f.namespace_exists(ns))
+            };
+            if done {
+                let _ = tx.send(true);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = tx.send(true);
+        false
+    });
+    let out = run(&e, &o);
+    assert!(
+        watcher.join().unwrap(),
+        "node-a and node-c never finished while node-b hung"
+    );
+    for c in &out.summary.cases {
+        let node = c.target_node.as_deref().unwrap();
+        if node == "node-b" {
+            assert!(
+                matches!(c.status, CaseStatus::Interrupted | CaseStatus::NotRun),
+                "{}: {:?}",
+                c.full_name(),
+                c.status
+            );
+        } else {
+            assert!(c.status.has_verdict(), "{}: {:?}", c.full_name(), c.status);
+        }
+    }
+}
+
+#[test]
+fn each_node_with_node_or_replay_is_a_usage_error() {
+    let run = |args: &[&str]| {
+        assert_cmd::Command::cargo_bin("podlife")
+            .unwrap()
+            .args(["run", "--suites", "suites"])
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let both = run(&["--each-node", "--node", "vm"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&both.stderr).contains("--node"), "{both:?}");
+    let replay = run(&["--each-node", "--replay", "tests/fixtures/recordings"]);
+    assert_eq!(replay.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&replay.stderr);
+    assert!(err.contains("a replayed --each-node run replays each node"), "{err}");
 }

@@ -32,3 +32,38 @@ fn preflight_passes_on_the_current_cluster() {
         assert!(fp.nodes.iter().any(|n| n.ready));
     });
 }
+
+#[test]
+#[ignore = "needs cluster"]
+fn each_node_certifies_every_schedulable_node_of_the_current_cluster() {
+    assert!(
+        std::env::var_os("KUBECONFIG").is_some(),
+        "set KUBECONFIG to the cluster to certify"
+    );
+    let reports = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("podlife")
+        .unwrap()
+        .args(["run", "--each-node", "--suites", "suites", "--reports"])
+        .arg(reports.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .timeout(std::time::Duration::from_secs(1800))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("node × area"), "{stdout}");
+    // Every case ran once on every node the fingerprint lists.
+    let (_, s) = podlife::report::diff::load_summary(reports.path()).unwrap();
+    let nodes = s.fingerprint.nodes.len();
+    let cases: std::collections::BTreeSet<String> = s.cases.iter().map(|c| c.case_name()).collect();
+    assert_eq!(s.cases.len(), nodes * cases.len());
+    for c in &s.cases {
+        if c.status.has_verdict() {
+            assert_eq!(c.node, c.target_node, "{} ran where it was pinned", c.full_name());
+        }
+    }
+}

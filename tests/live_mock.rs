@@ -754,3 +754,140 @@ fn cleanup_retries_its_delete_until_the_api_is_back() {
     assert!(f.refused >= 2, "{:#?}", f.requests);
     assert!(!f.namespace_exists("podlife-testrun1-mock-restart-never-success"));
 }
+
+/// A ConfigMap, a Secret and a Service: the Service's manifest names another namespace, which
+/// podlife replaces by the case namespace.
+fn write_objects(dir: &Path) {
+    std::fs::write(
+        dir.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: hello}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("secret.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData: {password: s3cret}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("svc.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec: {ports: [{port: 80}]}\n",
+    )
+    .unwrap();
+}
+
+fn with_objects() -> String {
+    NEVER_SUCCESS.replace(
+        "    manifest: REC/restart-never-success/manifest.yaml\n",
+        "    manifest: REC/restart-never-success/manifest.yaml\n    objects: [cm.yaml, secret.yaml, svc.yaml]\n",
+    )
+}
+
+#[test]
+fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
+    let e = env(|_| {});
+    write_objects(e.dir.path());
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, &with_objects()).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        // Each object server-side applied into the case namespace, whatever its manifest said.
+        let seen: Vec<(&str, &str, &str)> = f
+            .objects
+            .iter()
+            .map(|(n, r, name, _)| (n.as_str(), r.as_str(), name.as_str()))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (ns, "configmaps", "settings"),
+                (ns, "secrets", "creds"),
+                (ns, "services", "web")
+            ]
+        );
+        for (_, _, _, body) in &f.objects {
+            assert_eq!(body["metadata"]["namespace"], ns, "{body}");
+        }
+        assert_eq!(f.objects[1].3["stringData"]["password"], "s3cret");
+        // In that order, after the namespace and before the pod.
+        let pos = |needle: &str| {
+            f.requests
+                .iter()
+                .position(|r| r.starts_with(needle))
+                .unwrap_or_else(|| panic!("no {needle}: {:#?}", f.requests))
+        };
+        let created = pos("POST /api/v1/namespaces?");
+        let cm = pos(&format!("PATCH /api/v1/namespaces/{ns}/configmaps/settings?"));
+        let secret = pos(&format!("PATCH /api/v1/namespaces/{ns}/secrets/creds?"));
+        let svc = pos(&format!("PATCH /api/v1/namespaces/{ns}/services/web?"));
+        let pod = pos(&format!("PATCH /api/v1/namespaces/{ns}/pods/restart-never-success?"));
+        assert!(
+            created < cm && cm < secret && secret < svc && svc < pod,
+            "{:#?}",
+            f.requests
+        );
+        assert!(f.requests[cm].contains("fieldManager=podlife") && f.requests[cm].contains("force=true"));
+        // Nothing deletes them one by one: they go with the namespace.
+        assert_eq!(f.count("DELETE /api/v1/namespaces/podlife-testrun1-"), 1);
+        assert_eq!(
+            f.count("DELETE /api/v1/namespaces/podlife-testrun1-mock-restart-never-success/"),
+            0
+        );
+    }
+    // Our actions on the timeline, in order, and in the recording.
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .map(|a| format!("{:?} {}", a.kind, a.detail.as_deref().unwrap_or("")))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            "ApplyObject ConfigMap/settings",
+            "ApplyObject Secret/creds",
+            "ApplyObject Service/web",
+            "Apply "
+        ]
+    );
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
+    assert_eq!(actions.matches("\"apply-object\"").count(), 3, "{actions}");
+    // The recording replays to the same verdict; a case whose objects it did not create fails
+    // its step check instead of judging something else.
+    let cases = suite(e.dir.path(), &with_objects());
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+    std::fs::write(
+        e.dir.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {greeting: hello}\n",
+    )
+    .unwrap();
+    let cases = suite(e.dir.path(), &with_objects());
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Failed);
+    let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
+    assert!(
+        step.evidence
+            .contains("objects[0]: the recording never created ConfigMap/other (it created: ConfigMap/settings, Secret/creds, Service/web)"),
+        "{}",
+        step.evidence
+    );
+}
+
+#[test]
+fn an_object_the_user_may_not_create_stops_the_run_at_the_preflight() {
+    let e = env(|f| {
+        f.deny.insert(("patch".into(), "secrets".into()));
+    });
+    write_objects(e.dir.path());
+    let err = run(&e, &opts(e.dir.path()), &with_objects()).err().expect("refused");
+    assert!(
+        matches!(&err, RunError::Cluster(ClusterError::Forbidden(m)) if m.contains("patch secrets")),
+        "{err:?}"
+    );
+    assert_eq!(e.fake.lock().unwrap().count("POST /api/v1/namespaces?"), 0);
+}

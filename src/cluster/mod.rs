@@ -355,21 +355,7 @@ impl Cluster {
             ("list", "events", None),
             ("watch", "events", None),
         ];
-        let mut missing = vec![];
-        for (verb, resource, sub) in needed {
-            if !self.can(verb, resource, *sub).await? {
-                missing.push(match sub {
-                    Some(s) => format!("{verb} {resource}/{s}"),
-                    None => format!("{verb} {resource}"),
-                });
-            }
-        }
-        if !missing.is_empty() {
-            return Err(ClusterError::Forbidden(format!(
-                "the current user may not {} (see manifests/rbac/ for the role podlife needs)",
-                missing.join(", ")
-            )));
-        }
+        self.check_permissions(needed).await?;
         match Api::<Node>::all(self.client.clone()).list(&ListParams::default()).await {
             Ok(list) => {
                 fp.nodes = list.items.iter().map(node_info).collect();
@@ -390,6 +376,28 @@ impl Cluster {
             Err(e) => return Err(api_err("list nodes", &e)),
         }
         Ok(fp)
+    }
+
+    /// Checks the current user may do each `(verb, resource, subresource)`; the error lists
+    /// everything missing. The preflight checks what every case needs; a run checks what its
+    /// selected cases need beyond that (auxiliary objects) before any case starts.
+    pub async fn check_permissions(&self, needed: &[(&str, &str, Option<&str>)]) -> Result<(), ClusterError> {
+        let mut missing = vec![];
+        for (verb, resource, sub) in needed {
+            if !self.can(verb, resource, *sub).await? {
+                missing.push(match sub {
+                    Some(s) => format!("{verb} {resource}/{s}"),
+                    None => format!("{verb} {resource}"),
+                });
+            }
+        }
+        if !missing.is_empty() {
+            return Err(ClusterError::Forbidden(format!(
+                "the current user may not {} (see manifests/rbac/ for the role podlife needs)",
+                missing.join(", ")
+            )));
+        }
+        Ok(())
     }
 
     /// Checks what `--node`, `--node-selector` and `--runtime-class` name exists, narrows the
@@ -789,18 +797,36 @@ impl CaseApi {
     /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
     /// unavailable API.
     pub async fn apply_pod(&self, pod: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
-        let name = pod
+        self.apply_namespaced("Pod", pod, outage_budget).await
+    }
+
+    /// Server-side apply of an auxiliary object (a core/v1 ConfigMap, Secret or Service, as
+    /// validated by the suite loader) into the case namespace, the same way as the pod: created
+    /// in our namespace only, so deleting the namespace deletes it. Returns its name.
+    pub async fn apply_object(&self, obj: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
+        let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        self.apply_namespaced(&kind, obj, outage_budget).await
+    }
+
+    async fn apply_namespaced(
+        &self,
+        kind: &str,
+        obj: &serde_json::Value,
+        outage_budget: Duration,
+    ) -> Result<String, ClusterError> {
+        let name = obj
             .pointer("/metadata/name")
             .and_then(|v| v.as_str())
             .unwrap_or_default()
             .to_string();
-        let mut pod = pod.clone();
-        pod["metadata"]["namespace"] = serde_json::Value::String(self.namespace.clone());
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+        let mut obj = obj.clone();
+        // Whatever the manifest says, the object goes into the case namespace.
+        obj["metadata"]["namespace"] = serde_json::Value::String(self.namespace.clone());
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind));
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
-        let what = format!("apply pod {}/{name}", self.namespace);
+        let what = format!("apply {} {}/{name}", kind.to_lowercase(), self.namespace);
         let pp = PatchParams::apply(FIELD_MANAGER).force();
-        let patch = Patch::Apply(&pod);
+        let patch = Patch::Apply(&obj);
         self.retrying(outage_budget, || {
             self.call(&what, None, true, api.patch(&name, &pp, &patch))
         })

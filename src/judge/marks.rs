@@ -508,6 +508,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::Apply => "apply",
                 ActionKind::Delete => "DELETE",
                 ActionKind::Patch => "patch",
+                ActionKind::ApplyObject => "object apply",
             };
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t))))
         }

@@ -375,6 +375,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "create-pod" | "apply-pod" => ActionKind::Apply,
             "delete" => ActionKind::Delete,
             "patch" | "patch-pod" => ActionKind::Patch,
+            // `command` names the object: `ConfigMap/name`.
+            "apply-object" => ActionKind::ApplyObject,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };

@@ -165,7 +165,88 @@ fn header(out: &mut String, s: &RunSummary) {
         out.push_str("</ul></div>\n");
     }
     fingerprint(out, s);
+    if let Some(f) = &s.fleet {
+        matrix(out, f);
+    }
     out.push_str("</header>\n");
+}
+
+/// The node × area matrix of an `--each-node` run, each node's fingerprint beside its row, then
+/// the fingerprint groups and the odd nodes out.
+fn matrix(out: &mut String, f: &crate::results::stats::Fleet) {
+    use crate::results::stats::AreaVerdict;
+    out.push_str("<h2>Nodes × areas</h2>\n<table class=\"matrix\">\n<tr><th>node</th><th>group</th><th>kubelet</th><th>runtime</th><th>handlers</th><th>kernel</th><th>OS image</th>");
+    let areas: Vec<&str> = f
+        .nodes
+        .first()
+        .map(|n| n.areas.iter().map(|a| a.area.as_str()).collect())
+        .unwrap_or_default();
+    for a in &areas {
+        let _ = write!(out, "<th>{}</th>", esc(a));
+    }
+    out.push_str("</tr>\n");
+    for n in &f.nodes {
+        let fp = &n.fingerprint;
+        let odd = f.odd.iter().any(|o| o.node == n.node);
+        let _ = write!(
+            out,
+            "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+            esc(&n.node),
+            if odd {
+                " <span class=\"badge b-failed\">ODD</span>"
+            } else {
+                ""
+            },
+            n.group + 1,
+            esc(&fp.kubelet_version),
+            esc(&fp.container_runtime_version),
+            esc(&fp.runtime_handlers.join(", ")),
+            esc(&fp.kernel_version),
+            esc(&fp.os_image)
+        );
+        for a in &n.areas {
+            let class = match a.verdict {
+                AreaVerdict::Conformant => "b-passed",
+                AreaVerdict::NotConformant => "b-failed",
+                AreaVerdict::Undecided => "b-interrupted",
+                AreaVerdict::Skipped => "b-ignored",
+            };
+            let mut title = format!(
+                "{} passed, {} failed, {} skipped, {} without a verdict",
+                a.passed, a.failed, a.skipped, a.undecided
+            );
+            if !a.failing.is_empty() {
+                title.push_str(&format!("; failing: {}", a.failing.join(", ")));
+            }
+            let _ = write!(
+                out,
+                "<td><span class=\"badge {class}\" title=\"{}\">{}</span></td>",
+                esc(&title),
+                esc(a.verdict.as_str())
+            );
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n<ul class=\"groups\">\n");
+    for (i, g) in f.groups.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "<li>group {}: {} — {}</li>",
+            i + 1,
+            esc(&g.fingerprint),
+            esc(&g.nodes.join(", "))
+        );
+    }
+    for o in &f.odd {
+        let _ = writeln!(
+            out,
+            "<li><strong>odd node out: {}</strong> differs from the rest of group {}: {}</li>",
+            esc(&o.node),
+            o.group + 1,
+            esc(&o.differences.join("; "))
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 fn fingerprint(out: &mut String, s: &RunSummary) {
@@ -558,6 +639,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
             ActionKind::Apply => "apply".to_string(),
             ActionKind::Delete => "delete".to_string(),
             ActionKind::Patch => "patch".to_string(),
+            ActionKind::ApplyObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
         };
         if let Some(g) = a.grace_period_seconds {
             label.push_str(&format!(" (grace {g}s)"));

@@ -57,6 +57,15 @@ pub fn junit_report(s: &RunSummary) -> Report {
                         ts_.add_property((k.as_str(), v.as_str()));
                     }
                 }
+                // The node's row of the node × area matrix.
+                if let Some(row) = s.fleet.iter().flat_map(|f| &f.nodes).find(|r| r.node == n) {
+                    for a in &row.areas {
+                        ts_.add_property((format!("certification.{}", a.area).as_str(), a.verdict.as_str()));
+                    }
+                    if let Some(o) = s.fleet.iter().flat_map(|f| &f.odd).find(|o| o.node == n) {
+                        ts_.add_property(("oddNodeOut", o.differences.join("; ").as_str()));
+                    }
+                }
             }
             None => {
                 for (k, v) in s.fingerprint.properties() {

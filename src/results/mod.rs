@@ -199,6 +199,9 @@ pub struct RunSummary {
     /// Upstream conformance behaviours this run certified.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<stats::UpstreamResult>,
+    /// `--each-node`: the node × area matrix, fingerprint groups and odd nodes out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<stats::Fleet>,
     pub cases: Vec<CaseReport>,
 }
 

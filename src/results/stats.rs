@@ -181,6 +181,11 @@ pub fn area_of(c: &CaseReport) -> String {
 /// every selected case passed (flaky counts as passed, and is visible in the case list); skipped
 /// when every case was ignored.
 pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
+    certify_refs(&cases.iter().collect::<Vec<_>>())
+}
+
+/// `certify` over borrowed cases (one node's cases of a fleet run, without copying them).
+pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
     let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
     for c in cases {
         let area = area_of(c);
@@ -231,16 +236,23 @@ pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
     out
 }
 
-/// The certification table for the console.
-pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
-    let mut out = format!("certification of {node}:\n");
-    for a in areas {
-        let v = match a.verdict {
+impl AreaVerdict {
+    /// The word reports use: `conformant`, `NOT CONFORMANT`, `skipped`, `undecided`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             AreaVerdict::Conformant => "conformant",
             AreaVerdict::NotConformant => "NOT CONFORMANT",
             AreaVerdict::Skipped => "skipped",
             AreaVerdict::Undecided => "undecided",
-        };
+        }
+    }
+}
+
+/// The certification table for the console.
+pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
+    let mut out = format!("certification of {node}:\n");
+    for a in areas {
+        let v = a.verdict.as_str();
         out.push_str(&format!(
             "  {:<18} {v:<15} {} passed, {} failed, {} skipped",
             a.area, a.passed, a.failed, a.skipped
@@ -313,4 +325,194 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
         failed,
         undecided,
     })
+}
+
+/// One node of an `--each-node` run: its fingerprint, the fingerprint group it belongs to, and
+/// its row of the node × area matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCertification {
+    pub node: String,
+    pub fingerprint: crate::cluster::NodeInfo,
+    /// Index into `Fleet::groups`.
+    pub group: usize,
+    /// Per-area verdicts of the cases that ran on this node (every area of the run, in the same
+    /// order on every node).
+    pub areas: Vec<AreaResult>,
+}
+
+/// Nodes with the same fingerprint (kubelet, runtime and handlers, kernel, OS image, arch):
+/// expected to run pods the same way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetGroup {
+    /// `kubelet v1.36.2 · containerd://2.1.9 · handlers [default] · kernel 6.18 · Debian · amd64`.
+    pub fingerprint: String,
+    pub nodes: Vec<String>,
+}
+
+/// A node whose verdicts or timings differ from the rest of its fingerprint group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OddNode {
+    pub node: String,
+    pub group: usize,
+    /// What differs, one line each: `lifecycle::restart-never-success: failed, the rest of its
+    /// group passed` or a timing beyond noise.
+    pub differences: Vec<String>,
+}
+
+/// The fleet view of an `--each-node` run: the node × area matrix, fingerprint groups and the
+/// odd nodes out (filled by the reporter, which owns the noise-aware comparison of `diff`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fleet {
+    pub nodes: Vec<NodeCertification>,
+    pub groups: Vec<FleetGroup>,
+    #[serde(default)]
+    pub odd: Vec<OddNode>,
+}
+
+/// The node × area matrix of an `--each-node` run (None for other runs). Every node gets a
+/// cell for every area of the run: an area whose cases all were skipped on a node says so.
+pub fn fleet(cases: &[CaseReport], fp: &crate::cluster::Fingerprint) -> Option<Fleet> {
+    if !fp.each_node {
+        return None;
+    }
+    let mut groups: Vec<FleetGroup> = vec![];
+    let mut nodes = vec![];
+    let all_areas: std::collections::BTreeSet<String> = cases.iter().map(area_of).collect();
+    for info in &fp.nodes {
+        let key = info.group_key();
+        let group = match groups.iter().position(|g| g.fingerprint == key) {
+            Some(i) => i,
+            None => {
+                groups.push(FleetGroup {
+                    fingerprint: key,
+                    nodes: vec![],
+                });
+                groups.len() - 1
+            }
+        };
+        groups[group].nodes.push(info.name.clone());
+        let mine: Vec<&CaseReport> = cases
+            .iter()
+            .filter(|c| c.target_node.as_deref() == Some(info.name.as_str()))
+            .collect();
+        let mut areas = certify_refs(&mine);
+        for a in &all_areas {
+            if !areas.iter().any(|r| &r.area == a) {
+                areas.push(AreaResult {
+                    area: a.clone(),
+                    verdict: AreaVerdict::Skipped,
+                    passed: 0,
+                    failed: 0,
+                    skipped: 0,
+                    undecided: 0,
+                    failing: vec![],
+                    skip_reasons: vec!["no case ran on this node".into()],
+                    undecided_cases: vec![],
+                });
+            }
+        }
+        areas.sort_by(|a, b| a.area.cmp(&b.area));
+        nodes.push(NodeCertification {
+            node: info.name.clone(),
+            fingerprint: info.clone(),
+            group,
+            areas,
+        });
+    }
+    Some(Fleet {
+        nodes,
+        groups,
+        odd: vec![],
+    })
+}
+
+/// The node × area matrix for the console: one row per node with its fingerprint beside it,
+/// one column per area; then what failed or stayed undecided, per node, and the odd nodes out.
+pub fn matrix_table(f: &Fleet) -> String {
+    let areas: Vec<&str> = f
+        .nodes
+        .first()
+        .map(|n| n.areas.iter().map(|a| a.area.as_str()).collect())
+        .unwrap_or_default();
+    let nw = f.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);
+    let kw = f
+        .nodes
+        .iter()
+        .map(|n| n.fingerprint.kubelet_version.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let rw = f
+        .nodes
+        .iter()
+        .map(|n| n.fingerprint.container_runtime_version.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let mut out = format!(
+        "certification of {} node{} (node × area):\n",
+        f.nodes.len(),
+        if f.nodes.len() == 1 { "" } else { "s" }
+    );
+    out.push_str(&format!(
+        "  {:<nw$} {:<5} {:<kw$} {:<rw$}",
+        "node", "group", "kubelet", "runtime"
+    ));
+    for a in &areas {
+        out.push_str(&format!(" {:<w$}", a, w = a.len().max(14)));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    for n in &f.nodes {
+        out.push_str(&format!(
+            "  {:<nw$} {:<5} {:<kw$} {:<rw$}",
+            n.node,
+            n.group + 1,
+            n.fingerprint.kubelet_version,
+            n.fingerprint.container_runtime_version
+        ));
+        for (a, w) in n.areas.iter().zip(&areas) {
+            out.push_str(&format!(" {:<w$}", a.verdict.as_str(), w = w.len().max(14)));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    for (i, g) in f.groups.iter().enumerate() {
+        out.push_str(&format!(
+            "  group {}: {} ({})\n",
+            i + 1,
+            g.fingerprint,
+            g.nodes.join(", ")
+        ));
+    }
+    for n in &f.nodes {
+        for a in &n.areas {
+            if !a.failing.is_empty() {
+                out.push_str(&format!("  {} {}: failing {}\n", n.node, a.area, a.failing.join(", ")));
+            }
+            if !a.undecided_cases.is_empty() {
+                out.push_str(&format!(
+                    "  {} {}: no verdict {}\n",
+                    n.node,
+                    a.area,
+                    a.undecided_cases.join(", ")
+                ));
+            }
+        }
+    }
+    for o in &f.odd {
+        out.push_str(&format!(
+            "  odd node out: {} differs from the rest of group {}:\n",
+            o.node,
+            o.group + 1
+        ));
+        for d in &o.differences {
+            out.push_str(&format!("    {d}\n"));
+        }
+    }
+    out
 }

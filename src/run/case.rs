@@ -172,8 +172,42 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
         return conclude(case, tl, Some(failed_step(evidence.clone())), started, t0);
     }
     // The recording must have done what the steps say, or the verdicts would judge something else.
-    let step_failure = judge::steps_verdict(&case.spec, &tl);
+    let step_failure = objects_verdict(case, &tl).or_else(|| judge::steps_verdict(&case.spec, &tl));
     conclude(case, tl, step_failure, started, t0)
+}
+
+/// A recording judged for a case with `objects` must have created each of them before the pod:
+/// without its ConfigMap the pod shows something else than what the case certifies.
+pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
+    let applied: Vec<&str> = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::ApplyObject)
+        .filter_map(|a| a.detail.as_deref())
+        .collect();
+    let pod_at = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
+    let problem = case.objects.iter().enumerate().find_map(|(i, o)| {
+        let id = o.id();
+        let found = tl
+            .actions
+            .iter()
+            .find(|a| a.kind == ActionKind::ApplyObject && a.detail.as_deref() == Some(id.as_str()));
+        match found {
+            None => Some(format!(
+                "objects[{i}]: the recording never created {id} (it created: {})",
+                if applied.is_empty() {
+                    "no object".to_string()
+                } else {
+                    applied.join(", ")
+                }
+            )),
+            Some(a) if pod_at.is_some_and(|p| p < a.sent) => {
+                Some(format!("objects[{i}]: the recording created {id} after the pod"))
+            }
+            Some(_) => None,
+        }
+    })?;
+    Some(failed_step(problem))
 }
 
 /// Judges a case on the timeline a run stored (`timelines/<suite>__<case>.json`): what is left
@@ -325,6 +359,25 @@ async fn observe_case(
         obs.set_tap(Recorder::tap(rec));
     }
     let deadline = crate::util::after(case.timeout);
+    // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
+    // only be created once what it consumes exists.
+    for o in &case.objects {
+        let sent = Timestamp::now();
+        if let Err(e) = api.apply_object(&o.value, env.api_outage_budget).await {
+            tasks.abort_all();
+            if matches!(e, ClusterError::Interrupted) {
+                return Ok(interrupted(started, t0, Some(obs.finish())));
+            }
+            return Err(Box::new((e.to_string(), Some(obs.finish()))));
+        }
+        obs.push(Input::Action(Action {
+            kind: ActionKind::ApplyObject,
+            sent,
+            done: Some(Timestamp::now()),
+            grace_period_seconds: None,
+            detail: Some(o.id()),
+        }));
+    }
     let sent = Timestamp::now();
     if let Err(e) = api.apply_pod(&pod, env.api_outage_budget).await {
         tasks.abort_all();

@@ -267,8 +267,17 @@ pub fn run_live(
     // The preflight sends about 15 requests; each is small, so a budget of a few request
     // timeouts covers a slow server while a silent one still ends it.
     let budget = opts.request_timeout * 4;
+    // What the selected cases need beyond every case's permissions: their objects' kinds.
+    let mut extra: Vec<String> = cases
+        .iter()
+        .flat_map(|(_, c)| c.objects.iter().map(|o| format!("{}s", o.kind.to_lowercase())))
+        .collect();
+    extra.sort();
+    extra.dedup();
+    let extra: Vec<(&str, &str, Option<&str>)> = extra.iter().map(|r| ("patch", r.as_str(), None)).collect();
     let preflight = async {
         let mut fp = cluster.preflight().await?;
+        cluster.check_permissions(&extra).await?;
         cluster.check_target(&mut fp, &opts.target).await?;
         Ok::<_, crate::cluster::ClusterError>(fp)
     };
@@ -648,6 +657,7 @@ pub fn execute(
     }
     let interrupt = *interrupted_by.lock().expect("interrupt");
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
+    let fleet_view = stats::fleet(&cases, &fingerprint);
     let summary = RunSummary {
         run_id: run_id.clone(),
         started,
@@ -666,6 +676,7 @@ pub fn execute(
         repeat: opts.repeat.max(1),
         certification: stats::certify(&cases),
         upstream: stats::upstream(&cases, &opts.upstream_applicable),
+        fleet: fleet_view,
         cases,
     };
     let report_dir = opts.reports_dir.join(&run_id);

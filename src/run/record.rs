@@ -192,6 +192,7 @@ impl Recorder {
                     ActionKind::Apply => "apply-pod",
                     ActionKind::Delete => "delete",
                     ActionKind::Patch => "patch",
+                    ActionKind::ApplyObject => "apply-object",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
                 if let Some(g) = a.grace_period_seconds {

@@ -62,6 +62,31 @@ pub enum ContainerKind {
     Regular,
 }
 
+/// Kinds a case may create beside its pod (`objects:`). Each is a namespaced core/v1 object
+/// that a pod consumes on the node (env, volumes, service links) and that goes with the case
+/// namespace. Everything else is refused: a workload (Deployment, Job, ...) would start pods
+/// podlife does not observe, RBAC objects or a ServiceAccount would change what the pod may do
+/// beyond what the case shows, and cluster-scoped objects would outlive the namespace.
+pub const OBJECT_KINDS: &[&str] = &["ConfigMap", "Secret", "Service"];
+
+/// An auxiliary object of a case (`objects:`), validated: created before the pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuxObject {
+    /// `ConfigMap`, `Secret` or `Service`.
+    pub kind: String,
+    pub name: String,
+    /// The object as written (its namespace is replaced by the case namespace when applied).
+    pub value: serde_json::Value,
+    pub path: PathBuf,
+}
+
+impl AuxObject {
+    /// `Kind/name`, as actions and recordings name it.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.kind, self.name)
+    }
+}
+
 /// A validated case, ready to run or judge.
 #[derive(Clone, Debug)]
 pub struct LoadedCase {
@@ -70,6 +95,8 @@ pub struct LoadedCase {
     /// The pod manifest with `${image.*}` templates still in place (see `render_pod`).
     pub pod: serde_json::Value,
     pub manifest_path: Option<PathBuf>,
+    /// Auxiliary objects, applied in this order before the pod.
+    pub objects: Vec<AuxObject>,
     pub containers: Vec<ContainerInfo>,
     /// Suite-declared images (`defaults.images`) over the built-in ones.
     pub images: BTreeMap<String, String>,
@@ -482,6 +509,35 @@ fn load_case(
         }
     });
 
+    let mut objects: Vec<AuxObject> = vec![];
+    for (i, o) in case.objects.iter().enumerate() {
+        let path = format!("{p}.objects[{i}]");
+        let loaded = load_manifest(base, o).and_then(|(v, file)| {
+            check_object(&v)
+                .map(|(kind, name)| AuxObject {
+                    kind,
+                    name,
+                    value: v,
+                    path: file.clone(),
+                })
+                .map_err(|m| format!("{}: {m}", file.display()))
+        });
+        match loaded {
+            Ok(obj) => {
+                if let Some(first) = objects.iter().position(|x| x.id() == obj.id()) {
+                    ctx.err(
+                        o,
+                        path,
+                        format!("{} is also objects[{first}]: each object once", obj.id()),
+                    );
+                } else {
+                    objects.push(obj);
+                }
+            }
+            Err(msg) => ctx.err(o, path, msg),
+        }
+    }
+
     let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
     let mut refs = Refs {
         ctx,
@@ -541,6 +597,7 @@ fn load_case(
         spec: case.clone(),
         pod,
         manifest_path,
+        objects,
         containers,
         images: images.clone(),
         min_server_version,
@@ -713,6 +770,88 @@ fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, Pat
     let value: serde_json::Value =
         parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
     Ok((value, path))
+}
+
+/// Checks an auxiliary object: one core/v1 object of an allowed kind (`OBJECT_KINDS`), valid for
+/// its type, with a name the API accepts; returns its kind and name. `metadata.namespace` may be
+/// set but is replaced by the case namespace, like the pod's.
+fn check_object(v: &serde_json::Value) -> Result<(String, String), String> {
+    let obj = v.as_object().ok_or("the object is not a mapping")?;
+    let api = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
+    let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
+    if api != "v1" || !OBJECT_KINDS.contains(&kind) {
+        return Err(format!(
+            "apiVersion `{api}`, kind `{kind}`: a case may create only v1 {} beside its pod (they go with the case namespace; other kinds would start pods podlife does not observe, change what the pod may do, or outlive the namespace)",
+            OBJECT_KINDS.join(", ")
+        ));
+    }
+    let name = v.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("");
+    if name.is_empty() {
+        return Err(format!("the {kind} has no metadata.name"));
+    }
+    if v.pointer("/metadata/generateName").is_some() {
+        return Err(format!(
+            "the {kind} uses metadata.generateName: give a fixed name, the pod refers to it"
+        ));
+    }
+    // ConfigMap and Secret names are DNS-1123 subdomains; a Service name is a DNS-1035 label
+    // (it becomes a DNS name and the prefix of its environment variables).
+    let valid = if kind == "Service" {
+        name.len() <= 63
+            && name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !name.ends_with('-')
+    } else {
+        name.len() <= 253
+            && name.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    };
+    if !valid {
+        return Err(format!(
+            "invalid {kind} name \"{name}\": {}",
+            if kind == "Service" {
+                "use at most 63 characters of a-z, 0-9 and `-`, starting with a letter and not ending with `-`"
+            } else {
+                "use lowercase DNS labels (a-z, 0-9, `-`) separated by `.`, at most 253 characters"
+            }
+        ));
+    }
+    use k8s_openapi::api::core::v1 as core;
+    let typed = match kind {
+        "ConfigMap" => serde_path_to_error::deserialize::<_, core::ConfigMap>(v.clone()).map(|_| Ok(())),
+        "Secret" => serde_path_to_error::deserialize::<_, core::Secret>(v.clone()).map(|_| Ok(())),
+        _ => serde_path_to_error::deserialize::<_, core::Service>(v.clone()).map(|svc| {
+            // A NodePort or LoadBalancer Service opens a port on every node or provisions an
+            // external load balancer: effects beyond the namespace and the pod under test.
+            if let Some(t @ ("NodePort" | "LoadBalancer")) = svc.spec.as_ref().and_then(|s| s.type_.as_deref()) {
+                return Err(format!(
+                    "spec.type: {t} reaches beyond the case namespace (node ports, load balancers); use ClusterIP"
+                ));
+            }
+            Ok(())
+        }),
+    };
+    match typed {
+        Ok(Ok(())) => {}
+        Ok(Err(m)) => return Err(m),
+        Err(e) => {
+            let hint = if kind == "Secret" && e.path().to_string().starts_with("data") {
+                " (`data` values are base64; use `stringData` for plain text)"
+            } else {
+                ""
+            };
+            return Err(format!("not a valid v1 {kind}: {}: {}{hint}", e.path(), e.inner()));
+        }
+    }
+    Ok((kind.to_string(), name.to_string()))
 }
 
 /// Checks that the value is a v1 Pod, that its `${...}` templates are known images, and returns

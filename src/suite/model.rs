@@ -127,6 +127,11 @@ pub struct Case {
     /// The pod manifest inline, instead of `manifest`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod: Option<Loc<serde_json::Value>>,
+    /// Auxiliary objects the pod consumes, created in the case namespace before the pod, in
+    /// order: paths of one-object manifests (like `manifest`) of kind ConfigMap, Secret or
+    /// Service (ClusterIP). They go with the namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objects: Vec<Loc<String>>,
     /// Skip (report ignored) on servers older than this, e.g. `"1.29"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_server_version: Option<Loc<String>>,
@@ -734,6 +739,8 @@ pub enum ActionKind {
     Delete,
     /// A metadata patch was sent.
     Patch,
+    /// An auxiliary object (`objects`) was applied, before the pod.
+    ApplyObject,
 }
 
 /// What must hold on the observed timeline.

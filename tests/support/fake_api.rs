@@ -253,6 +253,8 @@ pub struct FakeState {
     pub patch_content_types: Vec<String>,
     /// Pods as applied (after podlife's rendering), by name.
     pub applied: BTreeMap<String, Value>,
+    /// Auxiliary objects as applied, in order: `(namespace, resource, name, body)`.
+    pub objects: Vec<(String, String, String, Value)>,
     /// Labels of created namespaces.
     pub namespace_labels: BTreeMap<String, Value>,
     /// SelfSubjectAccessReviews answered "not allowed": `(verb, resource)`.
@@ -661,6 +663,25 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             );
             let mut out = body.clone();
             out["metadata"]["uid"] = json!("fake-uid");
+            out["metadata"]["resourceVersion"] = json!("1");
+            json_resp(200, out)
+        }
+        (
+            "PATCH",
+            [
+                "api",
+                "v1",
+                "namespaces",
+                ns,
+                resource @ ("configmaps" | "secrets" | "services"),
+                name,
+            ],
+        ) => {
+            let mut s = st.lock().unwrap();
+            s.objects
+                .push((ns.to_string(), resource.to_string(), name.to_string(), body.clone()));
+            let mut out = body.clone();
+            out["metadata"]["uid"] = json!(format!("fake-uid-{resource}-{name}"));
             out["metadata"]["resourceVersion"] = json!("1");
             json_resp(200, out)
         }
