@@ -139,7 +139,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     }
     if let Some(f) = &summary.fleet {
         // A fleet run is a certification of each node: the matrix, with or without the profile.
-        print!("{}", crate::results::stats::matrix_table(f));
+        crate::out!("{}", crate::results::stats::matrix_table(f));
     } else if opts.certify {
         let node = match &summary.fingerprint.nodes[..] {
             [n] => format!(
