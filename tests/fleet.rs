@@ -402,6 +402,25 @@ fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise
     assert!(text.contains("REGRESSION") && text.contains("fleetrun@w4"), "{text}");
     let same = diff("w1", "w2");
     assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    // One node of the fleet run against a single-node run (here: w4's own view, written out).
+    let (_, summary) = podlife::report::diff::load_summary(&out.report_dir).unwrap();
+    let single = e.dir.path().join("single");
+    std::fs::create_dir_all(&single).unwrap();
+    let w4 = podlife::report::fleet::node_view(&summary, "w4").unwrap();
+    std::fs::write(single.join("summary.json"), serde_json::to_string(&w4).unwrap()).unwrap();
+    let against = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .args(["diff", &dir])
+        .arg(&single)
+        .args(["--node-a", "w1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        against.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&against.stdout)
+    );
     let unknown = diff("w1", "nope");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
