@@ -167,17 +167,19 @@ fn status_word(s: Option<CaseStatus>) -> &'static str {
     s.map_or("missing", CaseStatus::as_str)
 }
 
-/// How bad a status is, for breaking ties toward the worse one.
+/// How bad a status is, for breaking ties toward the worse one. By name, so a status added
+/// later ranks with the errors (no verdict) until it is placed here.
 fn badness(s: CaseStatus) -> u8 {
-    match s {
-        CaseStatus::Passed => 0,
-        CaseStatus::Flaky => 1,
-        CaseStatus::Ignored => 2,
-        CaseStatus::NotRun => 3,
-        CaseStatus::Interrupted => 4,
-        CaseStatus::Error => 5,
-        CaseStatus::Failed => 6,
-    }
+    const ORDER: [&str; 7] = [
+        "passed",
+        "flaky",
+        "ignored",
+        "not-run",
+        "interrupted",
+        "error",
+        "failed",
+    ];
+    ORDER.iter().position(|x| *x == s.as_str()).map_or(5, |i| i as u8)
 }
 
 /// The peers of a node as one run: per case the majority status and pooled timings.
