@@ -302,6 +302,7 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     assert!(why.contains("beyond noise"), "the gap is named with its noise: {why}");
     assert!(xml.contains(r#"<property name="oddNodeOut""#), "{xml}");
     assert!(html.contains("odd node out: node-b"), "odd node in the HTML");
+    well_formed(&html);
 
     // Replaying the recorded fleet run reproduces every copy, with the same verdicts.
     let mut r = opts(e.dir.path());
@@ -401,6 +402,25 @@ fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise
     assert!(text.contains("REGRESSION") && text.contains("fleetrun@w4"), "{text}");
     let same = diff("w1", "w2");
     assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    // One node of the fleet run against a single-node run (here: w4's own view, written out).
+    let (_, summary) = podlife::report::diff::load_summary(&out.report_dir).unwrap();
+    let single = e.dir.path().join("single");
+    std::fs::create_dir_all(&single).unwrap();
+    let w4 = podlife::report::fleet::node_view(&summary, "w4").unwrap();
+    std::fs::write(single.join("summary.json"), serde_json::to_string(&w4).unwrap()).unwrap();
+    let against = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .args(["diff", &dir])
+        .arg(&single)
+        .args(["--node-a", "w1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        against.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&against.stdout)
+    );
     let unknown = diff("w1", "nope");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
@@ -555,4 +575,21 @@ fn each_node_with_node_or_replay_is_a_usage_error() {
     assert_eq!(replay.status.code(), Some(2));
     let err = String::from_utf8_lossy(&replay.stderr);
     assert!(err.contains("a replayed --each-node run replays each node"), "{err}");
+}
+
+/// The HTML report stays well-formed XML with the matrix in it (as `html_report` checks pages).
+fn well_formed(html: &str) {
+    let mut reader = quick_xml::Reader::from_str(html);
+    reader.config_mut().check_end_names = true;
+    let mut depth = 0i64;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Start(_)) => depth += 1,
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!("not well-formed at byte {}: {e}", reader.error_position()),
+        }
+    }
+    assert_eq!(depth, 0, "unbalanced elements");
 }

@@ -779,7 +779,7 @@ fn with_objects() -> String {
     NEVER_SUCCESS.replace(
         "    manifest: REC/restart-never-success/manifest.yaml\n",
         "    manifest: REC/restart-never-success/manifest.yaml\n    objects: [cm.yaml, secret.yaml, svc.yaml]\n",
-    )
+    ) + "      - order: [{action: {action: applyObject, occurrence: 3}}, {action: {action: apply}}]\n"
 }
 
 #[test]
@@ -853,6 +853,15 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
             "Apply "
         ]
     );
+    // The applyObject mark: the right order passed above; the reverse fails on the same timeline.
+    let wrong = with_objects().replace(
+        "order: [{action: {action: applyObject, occurrence: 3}}, {action: {action: apply}}]",
+        "order: [{action: {action: apply}}, {action: {action: applyObject, occurrence: 3}}]",
+    );
+    let cases = suite(e.dir.path(), &wrong);
+    let verdicts = podlife::judge::judge_case(&cases[0].1.spec, tl);
+    let order = verdicts.iter().find(|v| v.kind == "order").unwrap();
+    assert_eq!(order.outcome, podlife::judge::Outcome::Fail, "{}", order.evidence);
     let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
     let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
     assert_eq!(actions.matches("\"apply-object\"").count(), 3, "{actions}");
