@@ -192,6 +192,10 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     // API requests stay bounded per case and run-wide (the capacity benchmark below counts them
     // per case: at most 11, plus 15 for the preflight, the node list and the sweep).
     assert!(f.requests.len() <= 15 + 11 * 6, "{} requests", f.requests.len());
+    assert_eq!(
+        f.namespace_labels["podlife-fleetrun-lifecycle-restart-never-success-node-b"]["podlife.dev/node"],
+        "node-b"
+    );
     let pod = &f.applied["restart-never-success"];
     assert!(
         pod["spec"]["nodeSelector"]["kubernetes.io/hostname"].is_string(),
