@@ -597,3 +597,29 @@ fn well_formed(html: &str) {
     }
     assert_eq!(depth, 0, "unbalanced elements");
 }
+
+#[test]
+fn an_unpinned_run_scattered_over_nodes_says_so() {
+    // Without --each-node the fake places every pod on its first node; two nodes seen in the
+    // results make the note (here, from the summary of a fleet run without its pinning).
+    let e = env(vec![FakeNode::new("vm"), FakeNode::new("vm2")]);
+    let mut out = run(&e, &opts(e.dir.path()));
+    assert!(
+        podlife::report::scattered(&out.summary).is_some(),
+        "cases on vm and vm2"
+    );
+    for c in &mut out.summary.cases {
+        c.node = Some("vm".into());
+    }
+    assert_eq!(
+        podlife::report::scattered(&out.summary),
+        None,
+        "all on one node: no note"
+    );
+    let mut o = opts(e.dir.path());
+    o.target = Default::default();
+    let unpinned = run(&e, &o);
+    assert_eq!(unpinned.summary.fleet, None);
+    assert!(unpinned.summary.cases.iter().all(|c| c.node.as_deref() == Some("vm")));
+    assert_eq!(podlife::report::scattered(&unpinned.summary), None);
+}
