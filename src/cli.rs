@@ -254,12 +254,13 @@ pub struct DiffArgs {
     /// The later run (default, with --node-a/--node-b: the same run, node against node).
     #[arg(required_unless_present_all = ["node_a", "node_b"])]
     pub after: Option<PathBuf>,
-    /// Compare the cases this node of an --each-node run ran (in BEFORE) ...
-    #[arg(long, value_name = "NODE", requires = "node_b")]
+    /// Take BEFORE as this node of an --each-node run saw it (its cases only) ...
+    #[arg(long, value_name = "NODE")]
     pub node_a: Option<String>,
-    /// ... with those this node ran (in AFTER, or in BEFORE when AFTER is not given): e.g. an
-    /// old-kubelet node against an upgraded one during a rolling upgrade.
-    #[arg(long, value_name = "NODE", requires = "node_a")]
+    /// ... and AFTER (BEFORE again when AFTER is not given) as this node saw it: e.g. an
+    /// old-kubelet node against an upgraded one during a rolling upgrade. Either alone compares
+    /// one node of a fleet run with a single-node run.
+    #[arg(long, value_name = "NODE")]
     pub node_b: Option<String>,
     /// An extra floor a timing change must exceed, besides its own noise: `20%` or `500ms`.
     #[arg(long)]
@@ -925,18 +926,16 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
         }
     };
     // Node against node: each side is the run as that node saw it (its cases, its fingerprint).
-    let (before, after) = match (&args.node_a, &args.node_b) {
-        (Some(a), Some(b)) => match (
-            crate::report::fleet::node_view(&before, a),
-            crate::report::fleet::node_view(&after, b),
-        ) {
-            (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-        _ => (before, after),
+    let view = |s: crate::results::RunSummary, node: &Option<String>| match node {
+        Some(n) => crate::report::fleet::node_view(&s, n),
+        None => Ok(s),
+    };
+    let (before, after) = match (view(before, &args.node_a), view(after, &args.node_b)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
     // Older reports: describe their measurements from the suites, if they load (quietly: a
     // diff does not need them for anything else).

@@ -192,6 +192,10 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     // API requests stay bounded per case and run-wide (the capacity benchmark below counts them
     // per case: at most 11, plus 15 for the preflight, the node list and the sweep).
     assert!(f.requests.len() <= 15 + 11 * 6, "{} requests", f.requests.len());
+    assert_eq!(
+        f.namespace_labels["podlife-fleetrun-lifecycle-restart-never-success-node-b"]["podlife.dev/node"],
+        "node-b"
+    );
     let pod = &f.applied["restart-never-success"];
     assert!(
         pod["spec"]["nodeSelector"]["kubernetes.io/hostname"].is_string(),
@@ -402,6 +406,25 @@ fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise
     assert!(text.contains("REGRESSION") && text.contains("fleetrun@w4"), "{text}");
     let same = diff("w1", "w2");
     assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    // One node of the fleet run against a single-node run (here: w4's own view, written out).
+    let (_, summary) = podlife::report::diff::load_summary(&out.report_dir).unwrap();
+    let single = e.dir.path().join("single");
+    std::fs::create_dir_all(&single).unwrap();
+    let w4 = podlife::report::fleet::node_view(&summary, "w4").unwrap();
+    std::fs::write(single.join("summary.json"), serde_json::to_string(&w4).unwrap()).unwrap();
+    let against = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .args(["diff", &dir])
+        .arg(&single)
+        .args(["--node-a", "w1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        against.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&against.stdout)
+    );
     let unknown = diff("w1", "nope");
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
@@ -573,4 +596,30 @@ fn well_formed(html: &str) {
         }
     }
     assert_eq!(depth, 0, "unbalanced elements");
+}
+
+#[test]
+fn an_unpinned_run_scattered_over_nodes_says_so() {
+    // Without --each-node the fake places every pod on its first node; two nodes seen in the
+    // results make the note (here, from the summary of a fleet run without its pinning).
+    let e = env(vec![FakeNode::new("vm"), FakeNode::new("vm2")]);
+    let mut out = run(&e, &opts(e.dir.path()));
+    assert!(
+        podlife::report::scattered(&out.summary).is_some(),
+        "cases on vm and vm2"
+    );
+    for c in &mut out.summary.cases {
+        c.node = Some("vm".into());
+    }
+    assert_eq!(
+        podlife::report::scattered(&out.summary),
+        None,
+        "all on one node: no note"
+    );
+    let mut o = opts(e.dir.path());
+    o.target = Default::default();
+    let unpinned = run(&e, &o);
+    assert_eq!(unpinned.summary.fleet, None);
+    assert!(unpinned.summary.cases.iter().all(|c| c.node.as_deref() == Some("vm")));
+    assert_eq!(podlife::report::scattered(&unpinned.summary), None);
 }

@@ -22,6 +22,8 @@ use serde::{Deserialize, Serialize};
 pub const RUN_LABEL: &str = "podlife.dev/run";
 pub const CASE_LABEL: &str = "podlife.dev/case";
 pub const SUITE_LABEL: &str = "podlife.dev/suite";
+/// The node an `--each-node` copy of a case was pinned to (when the name fits a label value).
+pub const NODE_LABEL: &str = "podlife.dev/node";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 pub const FIELD_MANAGER: &str = "podlife";
 /// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
@@ -638,6 +640,8 @@ pub struct CaseApi {
     requests: Arc<AtomicU64>,
     request_timeout: Duration,
     cancel: Option<tokio::sync::watch::Receiver<bool>>,
+    /// `--each-node`: the node the case is pinned to, labelled on its namespace.
+    node: Option<String>,
 }
 
 impl CaseApi {
@@ -648,7 +652,16 @@ impl CaseApi {
             requests: Arc::new(AtomicU64::new(0)),
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cancel: None,
+            node: None,
         }
+    }
+
+    /// Labels the namespace with the node an `--each-node` copy runs on (`podlife.dev/node`),
+    /// so `kubectl get ns -l podlife.dev/node=<node>` finds one node's cases. A node name longer
+    /// than a label value may be (63 characters; node names may have up to 253) is left out.
+    pub fn on_node(mut self, node: Option<&str>) -> Self {
+        self.node = node.filter(|n| n.len() <= 63).map(str::to_string);
+        self
     }
 
     /// Bounds every request by `timeout` and abandons it when `cancel` flips to true (Ctrl-C).
@@ -760,6 +773,13 @@ impl CaseApi {
             }
         }))
         .expect("static namespace object");
+        let mut ns = ns;
+        if let Some(n) = &self.node {
+            ns.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(NODE_LABEL.to_string(), n.clone());
+        }
         let api = Api::<Namespace>::all(self.client.clone());
         let what = format!("create namespace {}", self.namespace);
         let pp = PostParams::default();

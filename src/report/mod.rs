@@ -87,6 +87,26 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
     Ok(paths)
 }
 
+/// When an unpinned run's cases landed on several nodes: which, and that `--each-node` would
+/// certify each (a table over scattered cases cannot say which node fails).
+pub fn scattered(summary: &RunSummary) -> Option<String> {
+    let mut on: std::collections::BTreeMap<&str, usize> = Default::default();
+    for c in &summary.cases {
+        if let Some(n) = &c.node {
+            *on.entry(n.as_str()).or_default() += 1;
+        }
+    }
+    if on.len() < 2 {
+        return None;
+    }
+    let list: Vec<String> = on.iter().map(|(n, k)| format!("{k} on {n}")).collect();
+    Some(format!(
+        "note: the cases ran on {} nodes ({}), so this certifies none of them alone: `--each-node` runs every case on each node and certifies each",
+        on.len(),
+        list.join(", ")
+    ))
+}
+
 /// How a finished run is published.
 #[derive(Clone, Copy, Debug)]
 pub struct PublishOptions<'a> {
@@ -152,6 +172,9 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
             "{}",
             crate::results::stats::certification_table(&summary.certification, &node)
         );
+        if let Some(note) = scattered(summary) {
+            println!("{note}");
+        }
     }
     for c in &summary.cases {
         if let Some(a) = c.last()

@@ -235,7 +235,9 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     let started = Timestamp::now();
     let t0 = Instant::now();
     let ns = env.claim_namespace(case, attempt_no);
-    let api = CaseApi::new(client, &ns).bounded(env.request_timeout, Some(env.cancel.clone()));
+    let api = CaseApi::new(client, &ns)
+        .bounded(env.request_timeout, Some(env.cancel.clone()))
+        .on_node(env.node.as_deref());
     let mut created: Option<String> = None;
     let recorder = start_recording(env, case, &ns, attempt_no);
     let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
