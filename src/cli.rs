@@ -338,11 +338,11 @@ pub fn main() -> ExitCode {
         Command::Rejudge(args) => rejudge_cmd(args),
         Command::Timeline { source, watch } => match load_timeline(&source) {
             Ok(tl) if watch => {
-                print!("{}", crate::observe::watch_transcript(&tl));
+                crate::out!("{}", crate::observe::watch_transcript(&tl));
                 ExitCode::SUCCESS
             }
             Ok(tl) => {
-                println!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
+                crate::outln!("{}", serde_json::to_string_pretty(&tl).expect("timeline serializes"));
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -351,7 +351,7 @@ pub fn main() -> ExitCode {
             }
         },
         Command::Schema => {
-            println!("{}", schema_json());
+            crate::outln!("{}", schema_json());
             ExitCode::SUCCESS
         }
     }
@@ -384,7 +384,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
     match load_or_report(&default_paths(paths)) {
         Ok(suites) => {
             let cases: usize = suites.iter().map(|s| s.cases.len()).sum();
-            println!(
+            crate::outln!(
                 "ok: {} suite{}, {} case{}",
                 suites.len(),
                 plural(suites.len()),
@@ -422,7 +422,7 @@ fn list(args: ListArgs) -> ExitCode {
     if args.upstream {
         return match suite::upstream::upstream_table(&suites, &args.upstream_list) {
             Ok(t) => {
-                print!("{t}");
+                crate::out!("{t}");
                 ExitCode::SUCCESS
             }
             Err(e) => {
@@ -435,7 +435,7 @@ fn list(args: ListArgs) -> ExitCode {
         for c in &s.cases {
             let name = c.full_name();
             if selected(&name, args.filter.as_deref(), args.exact, &args.skip) {
-                println!("{name}: test");
+                crate::outln!("{name}: test");
             }
         }
     }
@@ -504,12 +504,12 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
     let passed = verdicts.len() - failed;
     if args.json {
         // Valid JSON only on stdout, so it can be piped into jq.
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(&verdicts).expect("verdicts serialize")
         );
     } else {
-        println!(
+        crate::outln!(
             "judging {} on {} ({} snapshots, {} events, {} log lines)",
             case.full_name(),
             args.source.display(),
@@ -517,8 +517,8 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
             tl.events.len(),
             tl.logs.len()
         );
-        print!("{}", crate::report::console::verdict_lines(&verdicts));
-        println!(
+        crate::out!("{}", crate::report::console::verdict_lines(&verdicts));
+        crate::outln!(
             "result: {}. {passed} passed; {failed} failed or undecided",
             if failed == 0 { "ok" } else { "FAILED" }
         );
@@ -669,7 +669,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
 /// holds the same files).
 fn write_bundle(run_dir: &std::path::Path, quiet: bool) {
     match crate::run::bundle::write(run_dir) {
-        Ok(p) if !quiet => println!("bundle: {} (replay: podlife run --replay {0})", p.display()),
+        Ok(p) if !quiet => crate::outln!("bundle: {} (replay: podlife run --replay {0})", p.display()),
         Ok(_) => {}
         Err(e) => eprintln!("warning: writing the bundle of {}: {e}", run_dir.display()),
     }
@@ -786,7 +786,7 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         },
         &defs,
     );
-    println!(
+    crate::outln!(
         "re-judged run {} with {}: {} passed, {} failed, {} errors, {} ignored; against the original:",
         original.run_id,
         args.suites
@@ -799,8 +799,8 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         outcome.summary.errors,
         outcome.summary.ignored
     );
-    print!("{}", crate::report::diff::render_table(&d));
-    println!(
+    crate::out!("{}", crate::report::diff::render_table(&d));
+    crate::outln!(
         "compare in full: podlife diff {} {}",
         args.run.display(),
         outcome.report_dir.display()
@@ -892,10 +892,10 @@ fn images_cmd(args: ImagesArgs) -> ExitCode {
     }
     for i in all {
         match args.load {
-            None => println!("{i}"),
+            None => crate::outln!("{i}"),
             // kind loads from the local docker daemon, so the image is pulled there first.
-            Some(Loader::Kind) => println!("docker pull {i} && kind load docker-image {i}"),
-            Some(Loader::K3s) => println!("docker pull {i} && docker save {i} | sudo k3s ctr images import -"),
+            Some(Loader::Kind) => crate::outln!("docker pull {i} && kind load docker-image {i}"),
+            Some(Loader::K3s) => crate::outln!("docker pull {i} && docker save {i} | sudo k3s ctr images import -"),
         }
     }
     ExitCode::SUCCESS
@@ -948,9 +948,9 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
     };
     let d = diff::diff(&before, &after, &opts, &defs);
     match args.format {
-        DiffFormat::Table => print!("{}", diff::render_table(&d)),
-        DiffFormat::Json => println!("{}", serde_json::to_string_pretty(&d).expect("diff serializes")),
-        DiffFormat::Junit => println!("{}", diff::render_junit(&d)),
+        DiffFormat::Table => crate::out!("{}", diff::render_table(&d)),
+        DiffFormat::Json => crate::outln!("{}", serde_json::to_string_pretty(&d).expect("diff serializes")),
+        DiffFormat::Junit => crate::outln!("{}", diff::render_junit(&d)),
     }
     if d.regressions > 0 {
         ExitCode::from(1)

@@ -64,3 +64,44 @@ mod deadline_tests {
         assert!(super::after_tokio(huge) > tokio::time::Instant::now());
     }
 }
+
+/// Set once stdout is found closed: the rest of the output is dropped.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes to stdout without ever panicking (`print!` panics on a closed pipe: `podlife list |
+/// head -1` exited 101). Once the reader is gone (`BrokenPipe`) the rest of the output is
+/// dropped quietly and the command finishes as it would have — a run still cleans up and keeps
+/// its exit code; another write error is reported once on stderr.
+pub fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|_| out.flush())
+        && !STDOUT_CLOSED.swap(true, Ordering::Relaxed)
+        && e.kind() != std::io::ErrorKind::BrokenPipe
+    {
+        eprintln!("warning: writing to stdout: {e}");
+    }
+}
+
+/// `print!` through `util::emit` (never panics on a closed stdout).
+#[macro_export]
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::util::emit(format_args!($($t)*))
+    };
+}
+
+/// `println!` through `util::emit` (never panics on a closed stdout).
+#[macro_export]
+macro_rules! outln {
+    () => {
+        $crate::util::emit(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::util::emit(format_args!("{}\n", format_args!($($t)*)))
+    };
+}

@@ -118,9 +118,14 @@ fn a_count_jump_is_several_coalesced_occurrences() {
     inputs.into_iter().for_each(|i| obs.push(i));
     let tl = obs.finish();
     let failed: Vec<_> = tl.events.iter().filter(|e| e.reason == "Failed").collect();
-    assert_eq!(failed.iter().map(|e| e.count).collect::<Vec<_>>(), vec![1, 2, 3]);
-    assert!(failed[1].coalesced && failed[2].coalesced && !failed[0].coalesced);
-    assert_eq!(failed[1].time, None, "a folded repetition has no time of its own");
+    // Compact: the folded repetitions #2 and #3 are one item standing for two occurrences.
+    assert_eq!(failed.iter().map(|e| e.count).collect::<Vec<_>>(), vec![1, 3]);
+    assert_eq!(failed.iter().map(|e| e.repeats).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(podlife::observe::timeline::occurrences(&failed), 3);
+    assert_eq!(failed[1].label(), "#2–#3");
+    assert!(failed[1].coalesced && !failed[0].coalesced);
+    // The item's time is the last repetition's `lastTimestamp`.
+    assert!(failed[1].time.is_some());
 }
 
 #[test]

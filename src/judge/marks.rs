@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::observe::{Gap, Instance, State, Timeline};
+use crate::observe::{EventOccurrence, Gap, Instance, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
@@ -384,28 +384,17 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             .because(format!("a {p} tick loop stops within one tick after its last line")))
         }
         MarkSpec::Event(e) => {
-            let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
-            let matches: Vec<_> = tl
-                .events
-                .iter()
-                .filter(|o| {
-                    o.reason == e.reason
-                        && e.container
-                            .as_ref()
-                            .is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
-                        && re.as_ref().is_none_or(|r| r.is_match(&o.message))
-                })
-                .collect();
-            let o = e
-                .occurrence
-                .pick(&matches)
-                .ok_or_else(|| format!("no {} {} event ({} seen)", e.occurrence, e.reason, matches.len()))?;
-            Ok(Hit::new(
-                o.received,
-                ZERO,
-                Clock::Harness,
-                format!("{} event #{} received {}", o.reason, o.count, hms(o.received)),
-            ))
+            let matches = event_items(e, tl)?;
+            // Items stand for `repeats` occurrences each: pick by counting, never expanding.
+            let total = crate::observe::timeline::occurrences(&matches);
+            let n = match e.occurrence {
+                Occurrence::First => 1,
+                Occurrence::Last => total,
+                Occurrence::Nth(n) => u64::from(n),
+            };
+            let (o, at) = crate::observe::timeline::nth_occurrence(&matches, n)
+                .ok_or_else(|| format!("no {} {} event ({total} seen)", e.occurrence, e.reason))?;
+            Ok(event_hit(o, at))
         }
         MarkSpec::Phase(p) => tl
             .snapshots
@@ -527,6 +516,32 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     }
 }
 
+/// The timeline's event items an event mark matches, in receive order.
+fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccurrence>, String> {
+    let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
+    Ok(tl
+        .events
+        .iter()
+        .filter(|o| {
+            o.reason == e.reason
+                && e.container
+                    .as_ref()
+                    .is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
+                && re.as_ref().is_none_or(|r| r.is_match(&o.message))
+        })
+        .collect())
+}
+
+/// Repetition `at` of the event item `o` as a mark hit (receive time, harness clock).
+fn event_hit(o: &EventOccurrence, at: u32) -> Hit {
+    Hit::new(
+        o.received,
+        ZERO,
+        Clock::Harness,
+        format!("{} event #{at} received {}", o.reason, hms(o.received)),
+    )
+}
+
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
     o.pick(items)
 }
@@ -575,11 +590,22 @@ pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
                 l.occurrence = o
             }
         }),
-        MarkSpec::Event(_) => with_occurrence(&|s, o| {
-            if let MarkSpec::Event(e) = s {
-                e.occurrence = o
-            }
-        }),
+        // One hit per item: the repetitions an item stands for were all received at once, so
+        // more hits would only repeat its time (and a count of 2^31 must not make 2^31 hits).
+        MarkSpec::Event(e) => match event_items(e, tl) {
+            Ok(items) => items
+                .into_iter()
+                .map(|o| {
+                    let mut hit = event_hit(o, o.count);
+                    // As `resolve` does for an occurrence other than `last`.
+                    if !tl.gaps.is_empty() {
+                        hit.uncertain = hiding_gaps(spec, tl, Some(hit.at)).first().map(|g| g.describe());
+                    }
+                    hit
+                })
+                .collect(),
+            Err(_) => vec![],
+        },
         MarkSpec::Condition(_) => with_occurrence(&|s, o| {
             if let MarkSpec::Condition(c) = s {
                 c.occurrence = o

@@ -1025,7 +1025,10 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
     }
     let count = e.count.unwrap_or(Count::at_least(1));
     let gap = tl.event_gaps().next().map(|g| g.describe());
-    let mut j = decide_count_in_gap(&count, matching.len() as u64, tl.complete, what, gap);
+    // Each item may stand for many repetitions (`repeats`): count them, never expand them.
+    let seen: Vec<&crate::observe::EventOccurrence> = matching.iter().map(|o| **o).collect();
+    let n = crate::observe::timeline::occurrences(&seen);
+    let mut j = decide_count_in_gap(&count, n, tl.complete, what, gap);
     if j.outcome != Outcome::Pass && matching.len() < all.len() {
         let sample = all
             .iter()
@@ -1055,12 +1058,18 @@ fn log(l: &LogExpect, tl: &Timeline) -> J {
         Ok(r) => r,
         Err(why) => return undecided(format!("log {} in `{}`: {why}", l.text(), l.container)),
     };
+    // The last instance is found once, not once per line (that was quadratic: 40 k lines took
+    // 8.75 s to judge).
+    let last = match l.instance {
+        InstanceSel::Last => tl.logs_of(&l.container, None).map(|y| y.instance).max(),
+        _ => None,
+    };
     let lines: Vec<_> = tl
         .logs_of(&l.container, None)
         .filter(|x| match l.instance {
             InstanceSel::Nth(n) => x.instance == n,
             InstanceSel::Any | InstanceSel::Each => true,
-            InstanceSel::Last => Some(x.instance) == tl.logs_of(&l.container, None).map(|y| y.instance).max(),
+            InstanceSel::Last => Some(x.instance) == last,
         })
         .collect();
     let matching: Vec<_> = lines.iter().filter(|x| re.is_match(&x.text)).collect();

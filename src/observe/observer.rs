@@ -572,7 +572,19 @@ impl Observer {
             .and_then(|s| s.component.clone())
             .or_else(|| ev.reporting_component.clone())
             .filter(|s| !s.is_empty());
-        for n in prev + 1..=count {
+        // Repetitions folded into one delivery are kept compact: the first repetition of the
+        // object (which has `firstTimestamp`) on its own, the rest as one item (`repeats`) whose
+        // last has `lastTimestamp`. Never one item per repetition: `count` is the sender's word
+        // and may be 2147483647.
+        let mut items = vec![];
+        let coalesced = count - prev > 1;
+        let mut from = prev + 1;
+        if from == 1 && count > 1 {
+            items.push((1, 1, ev.first_timestamp.as_ref().map(|t| t.0)));
+            from = 2;
+        }
+        items.push((count, count - from + 1, time));
+        for (n, repeats, time) in items {
             let occ = EventOccurrence {
                 received,
                 reason: ev.reason.clone().unwrap_or_default(),
@@ -580,19 +592,12 @@ impl Observer {
                 message: ev.message.clone().unwrap_or_default(),
                 container: container.clone(),
                 count: n,
-                // Repetitions folded into one delivery: only the last has `lastTimestamp`, and
-                // the first (when it is in this delivery) has `firstTimestamp`.
-                time: if n == count {
-                    time
-                } else if n == 1 {
-                    ev.first_timestamp.as_ref().map(|t| t.0)
-                } else {
-                    None
-                },
+                time,
                 time_precision_ns: precision,
                 uid: uid.clone(),
                 source: source.clone(),
-                coalesced: count - prev > 1,
+                coalesced,
+                repeats,
             };
             let pos = self.tl.events.partition_point(|e| e.received <= received);
             self.tl.events.insert(pos, occ);

@@ -441,6 +441,56 @@ pub struct EventOccurrence {
     /// True when several repetitions arrived in one delivery, so the receive time is only an upper bound.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub coalesced: bool,
+    /// How many occurrences this item stands for: repetitions `count - repeats + 1 ..= count`
+    /// of the Event object. A delivery whose `count` jumped from 3 to 9 is one item with
+    /// `repeats: 6`, never six items, so a `count: 2147483647` costs one item, not 2^31.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeats: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+impl EventOccurrence {
+    /// The repetition number of the first occurrence this item stands for.
+    pub fn first_count(&self) -> u32 {
+        self.count.saturating_sub(self.repeats.max(1)) + 1
+    }
+
+    /// `#7`, or `#4–#9` for an item standing for several repetitions.
+    pub fn label(&self) -> String {
+        if self.repeats > 1 {
+            format!("#{}–#{}", self.first_count(), self.count)
+        } else {
+            format!("#{}", self.count)
+        }
+    }
+}
+
+/// The `n`-th (from 1) of the occurrences `items` stand for (each `repeats` of them), in order,
+/// with its repetition number: counting, never expanding.
+pub fn nth_occurrence<'a>(items: &[&'a EventOccurrence], n: u64) -> Option<(&'a EventOccurrence, u32)> {
+    let mut before = 0u64;
+    for o in items {
+        let k = u64::from(o.repeats.max(1));
+        if n >= 1 && n <= before + k {
+            // `n - before - 1 < k <= u32::MAX`, so the sum fits.
+            let at = o.first_count().saturating_add((n - before - 1) as u32);
+            return Some((o, at));
+        }
+        before += k;
+    }
+    None
+}
+
+/// How many occurrences `items` stand for.
+pub fn occurrences(items: &[&EventOccurrence]) -> u64 {
+    items.iter().map(|o| u64::from(o.repeats.max(1))).sum()
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]

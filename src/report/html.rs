@@ -688,8 +688,9 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
     for (reason, occ) in &by_reason {
         let warning = occ.iter().any(|e| e.r#type == "Warning");
         lane_bg(&mut body, y, EVENT_ROW_H, &mut stripe);
-        let label = if occ.len() > 1 {
-            format!("{reason} ×{}", occ.len())
+        let n = crate::observe::timeline::occurrences(occ);
+        let label = if n > 1 {
+            format!("{reason} ×{n}")
         } else {
             reason.clone()
         };
@@ -705,10 +706,10 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
             let x = sc.x(r(e.received));
             let on = e.container.as_deref().unwrap_or("pod");
             let title = format!(
-                "{} ({}) on {on} #{} received {} (+{}){}: {}",
+                "{} ({}) on {on} {} received {} (+{}){}: {}",
                 e.reason,
                 e.r#type,
-                e.count,
+                e.label(),
                 hms(e.received),
                 fmt_secs(r(e.received)),
                 if e.coalesced { " [coalesced]" } else { "" },

@@ -200,11 +200,11 @@ pub fn collected(tl: &Timeline) -> String {
     for e in &tl.events {
         let on = e.container.as_deref().unwrap_or("pod");
         out.push_str(&format!(
-            "{} {} {} ({on}) #{}: {}\n",
+            "{} {} {} ({on}) {}: {}\n",
             crate::judge::marks::hms(e.received),
             e.r#type,
             e.reason,
-            e.count,
+            e.label(),
             e.message.trim_end()
         ));
     }

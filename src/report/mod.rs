@@ -127,7 +127,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     match write_all(dir, opts.junit, summary) {
         Ok(paths) => {
             if !opts.quiet {
-                println!("reports: {}", paths.join(", "));
+                crate::outln!("reports: {}", paths.join(", "));
             }
         }
         Err(e) => {
@@ -145,12 +145,12 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         );
     }
     if !opts.quiet || summary.interrupted {
-        println!("{}", summary.counts_line());
+        crate::outln!("{}", summary.counts_line());
     }
     if let Some(u) = &summary.upstream
         && !opts.quiet
     {
-        println!(
+        crate::outln!(
             "upstream conformance behaviours certified: {} of {} applicable ({} mapped to the selected cases; certified = every case naming it passed)",
             u.certified.len(),
             u.applicable,
@@ -159,7 +159,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     }
     if let Some(f) = &summary.fleet {
         // A fleet run is a certification of each node: the matrix, with or without the profile.
-        print!("{}", crate::results::stats::matrix_table(f));
+        crate::out!("{}", crate::results::stats::matrix_table(f));
     } else if opts.certify {
         let node = match &summary.fingerprint.nodes[..] {
             [n] => format!(
@@ -168,7 +168,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
             ),
             _ => "the cluster".to_string(),
         };
-        print!(
+        crate::out!(
             "{}",
             crate::results::stats::certification_table(&summary.certification, &node)
         );

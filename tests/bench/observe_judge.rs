@@ -74,3 +74,37 @@ fn one_recording(b: divan::Bencher, name: &str) {
     let items: usize = fx.iter().map(|f| f.inputs.len()).sum();
     b.counter(ItemsCount::new(items)).bench(|| run(divan::black_box(&fx)));
 }
+
+/// `log: {instance: last}` on 40 000 lines of one container (issue #10: it was quadratic, 8.75 s).
+#[divan::bench]
+fn log_instance_last_40k(b: divan::Bencher) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let rec = Recording::read(&root.join("tests/fixtures/recordings/restart-never-success")).unwrap();
+    let mut tl = rec.timeline();
+    let start = tl.logs.iter().map(|l| l.time).max().unwrap();
+    for i in 0..40_000i64 {
+        tl.logs.push(podlife::observe::LogLine {
+            container: "main".into(),
+            instance: 0,
+            time: start + jiff::SignedDuration::from_millis(i + 1),
+            text: format!("line {i}"),
+            received: None,
+        });
+    }
+    let dir = std::env::temp_dir().join(format!("podlife-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let suite = dir.join("s.yaml");
+    std::fs::write(
+        &suite,
+        format!(
+            "name: s\ncases:\n  - name: c\n    manifest: {}\n    expect:\n      - log: {{container: main, regex: '^line 39999$', instance: last}}\n",
+            root.join("tests/fixtures/recordings/restart-never-success/manifest.yaml").display()
+        ),
+    )
+    .unwrap();
+    let suites = podlife::suite::load_suites(&[suite]).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let case = suites[0].cases[0].spec.clone();
+    b.counter(ItemsCount::new(40_000usize))
+        .bench(|| podlife::judge::judge_case(divan::black_box(&case), divan::black_box(&tl)).len());
+}
