@@ -254,6 +254,30 @@ fn certification_per_area() {
         table.contains("NOT CONFORMANT") && table.contains("needs server 1.29"),
         "{table}"
     );
+    // A flaky case counts as passed, but the table says so (never conformant silently).
+    assert_eq!(get("termination").flaky_cases, vec!["termination::b"]);
+    assert!(table.contains("(flaky: termination::b)"), "{table}");
+}
+
+/// An undecided case is neither conformant nor NOT CONFORMANT: its area is undecided, and the
+/// upstream behaviour it names is not certified.
+#[test]
+fn an_undecided_case_leaves_its_area_undecided() {
+    let mut cases = vec![
+        report("termination", "termination", "a", CaseStatus::Passed, None),
+        report("termination", "termination", "b", CaseStatus::Undecided, None),
+    ];
+    cases[1].upstream = vec!["T1".into()];
+    let areas = stats::certify(&cases);
+    assert_eq!(areas[0].verdict, AreaVerdict::Undecided);
+    assert_eq!(areas[0].undecided_cases, vec!["termination::b (undecided)"]);
+    let u = stats::upstream(&cases, &["T1".into()]).unwrap();
+    assert!(u.certified.is_empty() && u.failed.is_empty(), "{u:?}");
+    assert_eq!(u.undecided, vec!["T1"]);
+    assert_eq!(
+        stats::repeat_status(&[AttemptStatus::Undecided], false),
+        CaseStatus::Undecided
+    );
 }
 
 #[test]

@@ -83,6 +83,8 @@ fn recordings_without_events_never_pass_a_never_event_verdict() {
                 "{} passed without its events",
                 c.full_name()
             );
+            // Nothing failed (below): the attempt is undecided, not failed.
+            assert_eq!(a.status, AttemptStatus::Undecided, "{}", c.full_name());
         }
         for v in &a.verdicts {
             // Missing evidence never turns a verdict red either.
@@ -423,4 +425,54 @@ fn the_observer_caps_lines_and_keeps_the_last_line_of_a_flooding_instance() {
     let g = &tl.gaps[0];
     assert!(g.source.covers_logs("main", Some(0)));
     assert!(g.from.is_some() && g.to.is_some());
+}
+
+/// A case whose verdicts are pass and undecided only is `undecided` in every report — not
+/// failed, not passed: summary.json, JUnit (`<error type="undecided">`), the console count, the
+/// certification table (area undecided) — and the run exits 1 (not everything passed).
+#[test]
+fn pass_and_undecided_only_is_an_undecided_case_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("rec");
+    for name in ["sigterm-handled", "sigterm-ignored"] {
+        copy_dir(&recordings().join(name), &rec.join(name));
+        std::fs::remove_file(rec.join(name).join("events.watch.jsonl")).unwrap();
+    }
+    let reports = tmp.path().join("reports");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(root())
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args(["run", "--replay"])
+        .arg(&rec)
+        .arg("--reports")
+        .arg(&reports)
+        .args(["--profile", "certify", "termination::sig"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("cases: 0 passed, 0 flaky, 0 failed, 2 undecided, 0 errors"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("termination        undecided"), "{stdout}");
+    let run = std::fs::read_dir(&reports).unwrap().next().unwrap().unwrap().path();
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["undecided"], 2);
+    assert_eq!(summary["failed"], 0);
+    let statuses: Vec<&str> = summary["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["undecided", "undecided"]);
+    let junit = std::fs::read_to_string(run.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<error message=").count(), 2, "{junit}");
+    assert_eq!(junit.matches(" type=\"undecided\">").count(), 2, "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+    let html = std::fs::read_to_string(run.join("index.html")).unwrap();
+    assert!(html.contains("badge b-undecided"), "html has no undecided badge");
 }

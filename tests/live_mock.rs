@@ -697,7 +697,7 @@ fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
     assert_eq!((s.failed, s.errors, s.interrupted_cases, s.not_run), (0, 0, 1, 1));
     assert_eq!(
         s.counts_line(),
-        "cases: 0 passed, 0 flaky, 0 failed, 0 errors, 0 ignored, 1 interrupted, 1 not run"
+        "cases: 0 passed, 0 flaky, 0 failed, 0 undecided, 0 errors, 0 ignored, 1 interrupted, 1 not run"
     );
     assert_eq!(out.exit_code(), std::process::ExitCode::from(130));
     assert!(

@@ -250,7 +250,10 @@ fn rank(s: CaseStatus) -> u8 {
 }
 
 fn bad(s: CaseStatus) -> bool {
-    matches!(s, CaseStatus::Failed | CaseStatus::Error | CaseStatus::Interrupted)
+    matches!(
+        s,
+        CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error | CaseStatus::Interrupted
+    )
 }
 
 fn status_change(before: Option<CaseStatus>, after: Option<CaseStatus>) -> Change {
@@ -701,6 +704,9 @@ mod tests {
         use CaseStatus::*;
         let f = |a, b| status_change(Some(a), Some(b));
         assert_eq!(f(Passed, Failed), Change::Regression);
+        assert_eq!(f(Passed, Undecided), Change::Regression);
+        assert_eq!(f(Flaky, Undecided), Change::Regression);
+        assert_eq!(f(Undecided, Passed), Change::Fixed);
         assert_eq!(f(Passed, Ignored), Change::Regression);
         assert_eq!(f(Passed, Interrupted), Change::Regression);
         assert_eq!(f(Passed, Flaky), Change::Regression);

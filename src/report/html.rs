@@ -72,7 +72,7 @@ fn strip_scheme(r: &str) -> &str {
 /// group by `suite::case`.
 fn ordered(s: &RunSummary) -> Vec<&CaseReport> {
     let group = |st: CaseStatus| match st {
-        CaseStatus::Failed | CaseStatus::Error | CaseStatus::Interrupted => 0,
+        CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error | CaseStatus::Interrupted => 0,
         CaseStatus::Flaky => 1,
         CaseStatus::Passed => 2,
         CaseStatus::Ignored | CaseStatus::NotRun => 3,
@@ -87,6 +87,7 @@ fn status_name(st: CaseStatus) -> &'static str {
         CaseStatus::Passed => "passed",
         CaseStatus::Flaky => "flaky",
         CaseStatus::Failed => "failed",
+        CaseStatus::Undecided => "undecided",
         CaseStatus::Error => "error",
         CaseStatus::Ignored => "ignored",
         CaseStatus::Interrupted => "interrupted",
@@ -147,8 +148,9 @@ fn header(out: &mut String, s: &RunSummary) {
         let zero = if n == 0 { " zero" } else { "" };
         let _ = write!(out, "<span class=\"count c-{class}{zero}\"><b>{n}</b> {label}</span> ");
     }
-    // Only an interrupted run has these; other reports stay as they were.
+    // Only a run with such cases has these; other reports stay as they were.
     for (n, label, class) in [
+        (s.undecided, "undecided", "undecided"),
         (s.interrupted_cases, "interrupted", "interrupted"),
         (s.not_run, "not run", "not-run"),
     ] {
@@ -217,6 +219,9 @@ fn matrix(out: &mut String, f: &crate::results::stats::Fleet) {
             );
             if !a.failing.is_empty() {
                 title.push_str(&format!("; failing: {}", a.failing.join(", ")));
+            }
+            if !a.flaky_cases.is_empty() {
+                title.push_str(&format!("; flaky: {}", a.flaky_cases.join(", ")));
             }
             let _ = write!(
                 out,
@@ -316,7 +321,7 @@ fn index_row(out: &mut String, c: &CaseReport) {
         CaseStatus::Ignored => c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()),
         CaseStatus::Interrupted => "interrupted before it finished".into(),
         CaseStatus::NotRun => "not run: the run was interrupted first".into(),
-        CaseStatus::Failed | CaseStatus::Error => crate::results::first_problem(c.last()),
+        CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => crate::results::first_problem(c.last()),
         CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
         CaseStatus::Passed => String::new(),
     };
@@ -487,6 +492,7 @@ fn earlier_attempts(out: &mut String, attempts: &[Attempt]) {
         let st = match a.status {
             AttemptStatus::Passed => "passed",
             AttemptStatus::Failed => "failed",
+            AttemptStatus::Undecided => "undecided",
             AttemptStatus::Error => "error",
             AttemptStatus::Interrupted => "interrupted",
         };
@@ -1443,7 +1449,7 @@ nav.index td{padding:2px 8px 2px 0;vertical-align:top;white-space:nowrap}
 nav.index td.note{white-space:normal;color:var(--mute);width:100%}
 a{color:#1f5fa8;text-decoration:none}
 .badge{display:inline-block;min-width:64px;text-align:center;padding:1px 7px;border-radius:10px;font-size:11px;font-weight:700;color:#fff;letter-spacing:.03em}
-.b-passed{background:var(--pass)}.b-failed,.b-error{background:var(--fail)}.b-interrupted,.b-not-run{background:var(--int)}.b-flaky{background:var(--flaky)}.b-ignored{background:var(--ign)}
+.b-passed{background:var(--pass)}.b-failed,.b-error{background:var(--fail)}.b-interrupted,.b-not-run,.b-undecided{background:var(--int)}.b-flaky{background:var(--flaky)}.b-ignored{background:var(--ign)}
 .legend{font-size:12px;color:var(--mute);margin:6px 0 10px}
 .sw{display:inline-block;width:14px;height:10px;margin:0 4px 0 10px;vertical-align:-1px;border-radius:2px}
 .sw-wait{background:#f2c14e}.sw-run{background:#43a047}.sw-unc{background:#b9dfbb}.sw-end{background:#455a64}.sw-endbad{background:#b71c1c}
@@ -1452,7 +1458,7 @@ a{color:#1f5fa8;text-decoration:none}
 .sw-gap{height:6px;border:2px solid #2e7d32;border-top:0;background:none;border-radius:0}
 section.case{background:#fff;border:1px solid #dde2e8;border-left:6px solid var(--pass);border-radius:6px;margin:14px 0;padding:10px 16px 12px}
 section.s-failed,section.s-error{border-left-color:var(--fail)}
-section.s-interrupted{border-left-color:var(--int)}
+section.s-interrupted,section.s-undecided{border-left-color:var(--int)}
 section.s-flaky{border-left-color:var(--flaky)}
 section.s-ignored{border-left-color:var(--ign);padding-bottom:6px}
 .name{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:15px}

@@ -114,6 +114,20 @@ fn test_case(c: &CaseReport) -> TestCase {
             }
             st
         }
+        // `<error type="undecided">`: CI reporters (GitHub, GitLab, Jenkins) show errors as
+        // not green, and JUnit's `error` means "could not be decided properly" rather than "the
+        // node did the wrong thing" — a `<failure>` would count it as a node failure, `skipped`
+        // would let a pipeline look green.
+        CaseStatus::Undecided => {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Error);
+            st.set_type("undecided");
+            st.set_message(crate::results::first_problem(last));
+            st.set_description(failure_message(c));
+            for a in c.attempts.iter().take(c.attempts.len().saturating_sub(1)) {
+                st.add_rerun(rerun(a));
+            }
+            st
+        }
         CaseStatus::Ignored => {
             let mut st = TestCaseStatus::skipped();
             st.set_message(c.ignore_reason.clone().unwrap_or_else(|| "ignored".into()));

@@ -173,7 +173,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
             crate::results::stats::certification_table(&summary.certification, &node)
         );
         if let Some(note) = scattered(summary) {
-            println!("{note}");
+            crate::outln!("{note}");
         }
     }
     for c in &summary.cases {

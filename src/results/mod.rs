@@ -16,6 +16,8 @@ use crate::observe::Timeline;
 pub enum AttemptStatus {
     Passed,
     Failed,
+    /// No verdict failed, but at least one stayed undecided (evidence lost in a gap).
+    Undecided,
     /// The harness could not run the case (API error, bad recording).
     Error,
     Interrupted,
@@ -71,6 +73,9 @@ pub enum CaseStatus {
     /// Passed after failing at least once.
     Flaky,
     Failed,
+    /// No verdict failed, but one stayed undecided (its evidence fell in a gap): the node was
+    /// neither shown conformant nor shown wrong. Not a pass (exit 1), not a node failure.
+    Undecided,
     Error,
     Ignored,
     /// Started, then stopped by Ctrl-C, SIGTERM or SIGHUP before a verdict.
@@ -80,8 +85,8 @@ pub enum CaseStatus {
 }
 
 impl CaseStatus {
-    /// Whether the case ran to a verdict (passed, flaky or failed). Errors, interruptions,
-    /// ignored and not-run cases certify nothing either way.
+    /// Whether the case ran to a verdict (passed, flaky or failed). Undecided cases, errors,
+    /// interruptions, ignored and not-run cases certify nothing either way.
     pub fn has_verdict(self) -> bool {
         matches!(self, CaseStatus::Passed | CaseStatus::Flaky | CaseStatus::Failed)
     }
@@ -92,6 +97,7 @@ impl CaseStatus {
             CaseStatus::Passed => "passed",
             CaseStatus::Flaky => "flaky",
             CaseStatus::Failed => "failed",
+            CaseStatus::Undecided => "undecided",
             CaseStatus::Error => "error",
             CaseStatus::Ignored => "ignored",
             CaseStatus::Interrupted => "interrupted",
@@ -176,6 +182,9 @@ pub struct RunSummary {
     pub passed: usize,
     pub flaky: usize,
     pub failed: usize,
+    /// Cases whose verdicts were pass and undecided only (summaries before it: 0).
+    #[serde(default)]
+    pub undecided: usize,
     pub errors: usize,
     pub ignored: usize,
     /// Cases stopped mid-way by an interrupt.
@@ -216,13 +225,14 @@ impl RunSummary {
     }
 
     /// The console's closing count, every status separately:
-    /// `cases: 3 passed, 0 flaky, 1 failed, 0 errors, 2 ignored, 1 interrupted, 4 not run`.
+    /// `cases: 3 passed, 0 flaky, 1 failed, 0 undecided, 0 errors, 2 ignored, 1 interrupted, 4 not run`.
     pub fn counts_line(&self) -> String {
         format!(
-            "cases: {} passed, {} flaky, {} failed, {} errors, {} ignored, {} interrupted, {} not run",
+            "cases: {} passed, {} flaky, {} failed, {} undecided, {} errors, {} ignored, {} interrupted, {} not run",
             self.count(CaseStatus::Passed),
             self.count(CaseStatus::Flaky),
             self.count(CaseStatus::Failed),
+            self.count(CaseStatus::Undecided),
             self.count(CaseStatus::Error),
             self.count(CaseStatus::Ignored),
             self.count(CaseStatus::Interrupted),

@@ -64,6 +64,7 @@ pub fn repeat_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
         }
         Some(_) if passed > 0 => CaseStatus::Flaky,
         Some(AttemptStatus::Failed) => CaseStatus::Failed,
+        Some(AttemptStatus::Undecided) => CaseStatus::Undecided,
         Some(AttemptStatus::Error) => CaseStatus::Error,
         Some(AttemptStatus::Interrupted) => CaseStatus::Interrupted,
         Some(AttemptStatus::Passed) => CaseStatus::Passed,
@@ -169,6 +170,10 @@ pub struct AreaResult {
     /// Cases without a verdict, as `suite::case (status)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided_cases: Vec<String>,
+    /// Cases counted as passed that failed, errored or stayed undecided in an attempt first
+    /// (flaky), as `suite::case`: shown beside the verdict, never hidden inside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky_cases: Vec<String>,
 }
 
 /// The area of a case: its suite's first tag, else the suite name.
@@ -199,14 +204,19 @@ pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
             failing: vec![],
             skip_reasons: vec![],
             undecided_cases: vec![],
+            flaky_cases: vec![],
         });
         match c.status {
-            CaseStatus::Passed | CaseStatus::Flaky => r.passed += 1,
+            CaseStatus::Passed => r.passed += 1,
+            CaseStatus::Flaky => {
+                r.passed += 1;
+                r.flaky_cases.push(c.full_name());
+            }
             CaseStatus::Failed => {
                 r.failed += 1;
                 r.failing.push(c.full_name());
             }
-            CaseStatus::Error | CaseStatus::Interrupted | CaseStatus::NotRun => {
+            CaseStatus::Undecided | CaseStatus::Error | CaseStatus::Interrupted | CaseStatus::NotRun => {
                 r.undecided += 1;
                 r.undecided_cases
                     .push(format!("{} ({})", c.full_name(), c.status.as_str()));
@@ -263,6 +273,9 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
         if !a.failing.is_empty() {
             out.push_str(&format!(" (failing: {})", a.failing.join(", ")));
         }
+        if !a.flaky_cases.is_empty() {
+            out.push_str(&format!(" (flaky: {})", a.flaky_cases.join(", ")));
+        }
         if !a.undecided_cases.is_empty() {
             out.push_str(&format!(" (no verdict: {})", a.undecided_cases.join(", ")));
         }
@@ -288,7 +301,8 @@ pub struct UpstreamResult {
     /// Those with a case that failed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failed: Vec<String>,
-    /// Those with no failed case but a case that reached no verdict (error, interrupted, not run).
+    /// Those with no failed case but a case that reached no verdict (undecided, error,
+    /// interrupted, not run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<String>,
 }
@@ -412,6 +426,7 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::cluster::Fingerprint) -> Option<F
                     failing: vec![],
                     skip_reasons: vec!["no case ran on this node".into()],
                     undecided_cases: vec![],
+                    flaky_cases: vec![],
                 });
             }
         }

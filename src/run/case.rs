@@ -112,8 +112,11 @@ fn conclude(
     }
     let status = if judge::all_pass(&verdicts) {
         AttemptStatus::Passed
-    } else {
+    } else if verdicts.iter().any(|v| v.outcome == judge::Outcome::Fail) {
         AttemptStatus::Failed
+    } else {
+        // Pass and undecided only: the evidence could not decide, the node did not fail.
+        AttemptStatus::Undecided
     };
     Attempt {
         status,

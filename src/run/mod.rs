@@ -341,8 +341,8 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    /// 130/143/129 when interrupted (Ctrl-C, SIGTERM, SIGHUP), 1 when a case failed or errored
-    /// or a namespace was left behind, else 0.
+    /// 130/143/129 when interrupted (Ctrl-C, SIGTERM, SIGHUP), 1 when a case failed, stayed
+    /// undecided or errored, or a namespace was left behind, else 0.
     pub fn exit_code(&self) -> ExitCode {
         if let Some(i) = self.interrupt {
             ExitCode::from(i.exit_code)
@@ -624,7 +624,7 @@ pub fn execute(
                     "not run: the run was interrupted",
                 )),
                 CaseStatus::Ignored => Ok(libtest_mimic::Completion::ignored()),
-                CaseStatus::Failed | CaseStatus::Error => Err(message.into()),
+                CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => Err(message.into()),
             }
         })
         .with_ignored_flag(ignored);
@@ -683,6 +683,7 @@ pub fn execute(
         passed: count(CaseStatus::Passed),
         flaky: count(CaseStatus::Flaky),
         failed: count(CaseStatus::Failed),
+        undecided: count(CaseStatus::Undecided),
         errors: count(CaseStatus::Error),
         ignored: count(CaseStatus::Ignored),
         interrupted_cases: count(CaseStatus::Interrupted),
@@ -698,7 +699,8 @@ pub fn execute(
     };
     let report_dir = opts.reports_dir.join(&run_id);
     RunOutcome {
-        any_failed: summary.failed + summary.errors > 0 || !summary.leftovers.is_empty(),
+        // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).
+        any_failed: summary.failed + summary.undecided + summary.errors > 0 || !summary.leftovers.is_empty(),
         summary,
         report_dir,
         interrupt,

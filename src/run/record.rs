@@ -266,7 +266,7 @@ impl Recorder {
                 self.line_actions(&json!({"action": "error", "message": message}));
             }
             AttemptStatus::Interrupted => self.line_actions(&json!({"action": "interrupted"})),
-            AttemptStatus::Passed | AttemptStatus::Failed => {}
+            AttemptStatus::Passed | AttemptStatus::Failed | AttemptStatus::Undecided => {}
         }
         if let Some(v) = attempt
             .verdicts
