@@ -878,6 +878,16 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     let cases = suite(e.dir.path(), &with_objects());
     let a = podlife::run::case::replay_case(&cases[0].1, &rec);
     assert_eq!(a.status, podlife::results::AttemptStatus::Failed);
+    // `podlife judge` applies the same check to the recording.
+    let judged = std::process::Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .args(["judge", "--case", "restart-never-success", "--suite"])
+        .arg(e.dir.path().join("suite.yaml"))
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert_eq!(judged.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&judged.stdout);
+    assert!(text.contains("the recording never created ConfigMap/other"), "{text}");
     let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
     assert!(
         step.evidence
