@@ -485,3 +485,208 @@ fn judge_json_prints_json_only() {
         assert!(v.as_array().is_some_and(|a| !a.is_empty()), "{v}");
     }
 }
+
+// --- ephemeral containers (no recording has one: a synthetic timeline, fed through the same
+// observer a live run uses, in the shape the kubelet reports them) ----------------------------
+
+fn ts(s: &str) -> jiff::Timestamp {
+    s.parse().unwrap()
+}
+
+/// The pod of `manifest` running `main`, and from `ephemeral` on the `debugger` ephemeral
+/// container in the state given.
+fn eph_pod(rv: u32, debugger: Option<serde_json::Value>) -> k8s_openapi::api::core::v1::Pod {
+    let mut p = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "eph", "namespace": "ns", "uid": "u1", "resourceVersion": rv.to_string(),
+            "creationTimestamp": "2026-12-01T10:00:00Z"},
+        "spec": {"nodeName": "n", "restartPolicy": "Always",
+            "containers": [{"name": "main", "image": "busybox:1.36"}]},
+        "status": {"phase": "Running", "qosClass": "BestEffort",
+            "conditions": [{"type": "Ready", "status": "True"}, {"type": "ContainersReady", "status": "True"}],
+            "containerStatuses": [{"name": "main", "ready": true, "started": true, "restartCount": 0,
+                "image": "busybox:1.36", "imageID": "", "containerID": "containerd://main-0",
+                "state": {"running": {"startedAt": "2026-12-01T10:00:01Z"}}}]}
+    });
+    if let Some(state) = debugger {
+        p["spec"]["ephemeralContainers"] = serde_json::json!([{"name": "debugger", "image": "busybox:1.36",
+            "command": ["sh", "-c", "while true; do echo polo; sleep 2; done"]}]);
+        let mut cs = serde_json::json!({"name": "debugger", "ready": false, "restartCount": 0,
+            "image": "busybox:1.36", "imageID": "", "state": state});
+        if cs["state"].get("running").is_some() {
+            cs["containerID"] = serde_json::json!("containerd://debugger-0");
+        }
+        p["status"]["ephemeralContainerStatuses"] = serde_json::json!([cs]);
+    }
+    serde_json::from_value(p).unwrap()
+}
+
+fn ephemeral_timeline() -> Timeline {
+    use podlife::observe::{Action, ActionKind, Input, Observer, WatchKind};
+    let mut obs = Observer::new(Some("eph"), "test");
+    let pod = |t: &str, rv, d| Input::Pod {
+        received: ts(t),
+        kind: WatchKind::Modified,
+        pod: Box::new(eph_pod(rv, d)),
+    };
+    obs.push(pod("2026-12-01T10:00:02Z", 1, None));
+    obs.push(Input::Action(Action {
+        kind: ActionKind::Ephemeral,
+        sent: ts("2026-12-01T10:00:05Z"),
+        done: Some(ts("2026-12-01T10:00:05.020Z")),
+        grace_period_seconds: None,
+        detail: Some("debugger via patch".into()),
+    }));
+    obs.push(pod(
+        "2026-12-01T10:00:05.100Z",
+        2,
+        Some(serde_json::json!({"waiting": {"reason": "ContainerCreating"}})),
+    ));
+    obs.push(pod(
+        "2026-12-01T10:00:06.500Z",
+        3,
+        Some(serde_json::json!({"running": {"startedAt": "2026-12-01T10:00:06Z"}})),
+    ));
+    for (i, t) in ["06.100", "08.110", "10.120"].iter().enumerate() {
+        obs.push(Input::Log {
+            received: Some(ts(&format!("2026-12-01T10:00:{t}Z")) + jiff::SignedDuration::from_millis(50 + i as i64)),
+            container: "debugger".into(),
+            instance: Some(0),
+            line: format!("2026-12-01T10:00:{t}000000Z polo"),
+        });
+    }
+    let mut tl = obs.finish();
+    tl.complete = true;
+    tl
+}
+
+/// A suite on a manifest with `main` whose one step adds `debugger`.
+fn eph_case(expect: &str) -> podlife::suite::LoadedCase {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("pod.yaml");
+    std::fs::write(
+        &m,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: eph}\nspec:\n  containers:\n  - {name: main, image: '${image.busybox}', command: [sleep, '10000']}\n",
+    )
+    .unwrap();
+    let steps = "- ephemeral: {container: {name: debugger, image: '${image.busybox}', command: [sh, -c, 'while true; do echo polo; sleep 2; done']}}\n- waitFor: {until: {log: {container: debugger, equals: polo, occurrence: 3}}}";
+    load(&suite_yaml(&m, steps, "", expect))
+}
+
+#[test]
+fn ephemeral_container_is_observed_as_a_container() {
+    let tl = ephemeral_timeline();
+    // A container of its own kind on the timeline, outside kubectl's READY and STATUS.
+    let c = tl.pod.containers.iter().find(|c| c.name == "debugger").unwrap();
+    assert_eq!(c.kind, podlife::suite::ContainerKind::Ephemeral);
+    let last = tl.snapshots.last().unwrap();
+    assert_eq!(last.status.as_deref(), Some("Running"));
+    assert_eq!(last.ready_column.as_deref(), Some("1/1"));
+    let right = eph_case(
+        "- container: {name: debugger, state: running, restartCount: 0}\n\
+         - log: {container: debugger, equals: polo, count: 3}\n\
+         - order: [{action: {action: ephemeral}}, {containerSeen: {container: debugger, state: running}}]\n\
+         - gap: {from: {action: {action: ephemeral}}, to: {firstLogLine: {container: debugger}}, max: 5s}\n\
+         - statuses: [Running]",
+    );
+    for v in judge_case(&right.spec, &tl) {
+        pass(&v);
+    }
+    // The step check accepts the timeline (same container, same request) ...
+    assert!(podlife::judge::steps_verdict(&right.spec, &tl).is_none());
+    // ... and wrong expectations fail, naming what was observed.
+    let wrong = eph_case(
+        "- container: {name: debugger, state: terminated}\n\
+         - log: {container: debugger, equals: polo, count: 4}\n\
+         - order: [{containerSeen: {container: debugger, state: running}}, {action: {action: ephemeral}}]",
+    );
+    let v = judge_case(&wrong.spec, &tl);
+    assert_eq!(v.len(), 3);
+    for v in &v {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+    }
+    // A case that adds it by update judged on a recording that patched: the step check fails.
+    let mut by_update = right.clone();
+    if let podlife::suite::Step::Ephemeral(e) = &mut by_update.spec.steps[0].value {
+        e.via = podlife::suite::EphemeralVia::Update;
+    }
+    let step = podlife::judge::steps_verdict(&by_update.spec, &tl).unwrap();
+    assert_eq!(step.outcome, Outcome::Fail);
+    assert!(
+        step.evidence
+            .contains("`debugger via update` but the recording added `debugger via patch`"),
+        "{}",
+        step.evidence
+    );
+}
+
+#[test]
+fn ephemeral_step_validation() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("pod.yaml");
+    std::fs::write(
+        &m,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: eph}\nspec:\n  containers:\n  - {name: main, image: '${image.busybox}'}\n",
+    )
+    .unwrap();
+    let check = |step: &str, expect: &str| problems(&suite_yaml(&m, step, "", expect));
+    let ok = check(
+        "- ephemeral: {container: {name: debugger, image: '${image.agnhost}', targetContainerName: main}, via: update}",
+        "- container: {name: debugger, state: running}",
+    );
+    assert_eq!(ok, "");
+    for (step, needle) in [
+        (
+            "- ephemeral: {container: {name: main, image: x}}",
+            "container name `main` is already used in the pod",
+        ),
+        (
+            "- ephemeral: {container: {name: Dbg, image: x}}",
+            "invalid container name \"Dbg\"",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x, ports: [{containerPort: 80}]}}",
+            "may not set `ports`",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x, readinessProbe: {exec: {command: [x]}}}}",
+            "may not set `readinessProbe`",
+        ),
+        ("- ephemeral: {container: {name: d}}", "needs an `image`"),
+        (
+            "- ephemeral: {container: {name: d, image: '${image.nope}'}}",
+            "unknown template `${image.nope}`",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x, targetContainerName: sidecar}}",
+            "targetContainerName `sidecar` is not a container of the pod (it has: main)",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x, command: sh}}",
+            "not a valid ephemeral container: command",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x}, via: put}",
+            "unknown variant `put`",
+        ),
+        (
+            "- ephemeral: {container: {name: d, image: x}}\n- patch: {containerImages: {d: y}}",
+            "`d` is an ephemeral container",
+        ),
+    ] {
+        let p = check(step, "- phase: Running");
+        assert!(p.contains(needle), "{step}: {p}");
+        assert!(p.contains("t.yaml:"), "file:line:col: {p}");
+    }
+    // Its image is one `podlife images` lists.
+    let c = load(&suite_yaml(
+        &m,
+        "- ephemeral: {container: {name: debugger, image: '${image.agnhost}'}}",
+        "",
+        "- phase: Running",
+    ));
+    assert!(
+        c.images_used(&Default::default())
+            .contains("registry.k8s.io/e2e-test-images/agnhost:2.66.1")
+    );
+}

@@ -914,6 +914,16 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     let cases = suite(e.dir.path(), &with_objects());
     let a = podlife::run::case::replay_case(&cases[0].1, &rec);
     assert_eq!(a.status, podlife::results::AttemptStatus::Failed);
+    // `podlife judge` applies the same check to the recording.
+    let judged = std::process::Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .args(["judge", "--case", "restart-never-success", "--suite"])
+        .arg(e.dir.path().join("suite.yaml"))
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert_eq!(judged.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&judged.stdout);
+    assert!(text.contains("the recording never created ConfigMap/other"), "{text}");
     let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
     assert!(
         step.evidence
@@ -935,4 +945,72 @@ fn an_object_the_user_may_not_create_stops_the_run_at_the_preflight() {
         "{err:?}"
     );
     assert_eq!(e.fake.lock().unwrap().count("POST /api/v1/namespaces?"), 0);
+}
+
+#[test]
+fn ephemeral_steps_patch_and_update_the_ephemeralcontainers_subresource() {
+    let e = env(|_| {});
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - ephemeral: {container: {name: debugger, image: "${image.busybox}", command: [sh, -c, "echo polo"]}}
+      - ephemeral: {container: {name: debugger2, image: "${image.agnhost}"}, via: update}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: ephemeral}}, {action: {action: ephemeral, occurrence: 2}}]
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        let sub = format!("/api/v1/namespaces/{ns}/pods/restart-never-success/ephemeralcontainers");
+        let reqs: Vec<&String> = f.requests.iter().filter(|r| r.contains(&sub)).collect();
+        // A strategic merge patch, then a read and a replace of the whole list.
+        assert_eq!(reqs.len(), 3, "{reqs:#?}");
+        assert!(reqs[0].starts_with("PATCH ") && reqs[1].starts_with("GET ") && reqs[2].starts_with("PUT "));
+        let (m, ct, patch) = &f.ephemeral[0];
+        assert_eq!(m, "PATCH");
+        assert!(ct.contains("strategic-merge-patch"), "{ct}");
+        assert_eq!(
+            patch["spec"]["ephemeralContainers"],
+            serde_json::json!([{"name": "debugger", "image": "busybox:1.36", "command": ["sh", "-c", "echo polo"]}])
+        );
+        let (m, _, put) = &f.ephemeral[1];
+        assert_eq!(m, "PUT");
+        let names: Vec<&str> = put["spec"]["ephemeralContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["debugger", "debugger2"], "the update keeps the first");
+        assert_eq!(
+            put["spec"]["ephemeralContainers"][1]["image"],
+            "registry.k8s.io/e2e-test-images/agnhost:2.66.1"
+        );
+        assert_eq!(put["metadata"]["resourceVersion"], "11", "the PUT carries what it read");
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == podlife::observe::ActionKind::Ephemeral)
+        .map(|a| a.detail.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(acts, ["debugger via patch", "debugger2 via update"]);
+    // Recorded, and replayed with the same step check.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
+    assert_eq!(actions.matches("\"ephemeral\"").count(), 2, "{actions}");
+    let cases = suite(e.dir.path(), body);
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
 }

@@ -868,6 +868,64 @@ impl CaseApi {
         Ok(())
     }
 
+    /// Adds an ephemeral container to the running pod through the `ephemeralcontainers`
+    /// subresource: a strategic merge patch (containers merge by name, as `kubectl debug` sends
+    /// it), or `update`: the subresource read, the container appended, the list replaced (a PUT
+    /// that carries the resourceVersion read, so a concurrent change is a 409, not lost).
+    pub async fn add_ephemeral(
+        &self,
+        name: &str,
+        container: &serde_json::Value,
+        via: crate::suite::EphemeralVia,
+    ) -> Result<(), ClusterError> {
+        let what = format!("{} pods/ephemeralcontainers {}/{name}", via.as_str(), self.namespace);
+        match via {
+            crate::suite::EphemeralVia::Patch => {
+                let patch = serde_json::json!({"spec": {"ephemeralContainers": [container]}});
+                self.call(
+                    &what,
+                    None,
+                    true,
+                    self.pods().patch_subresource(
+                        "ephemeralcontainers",
+                        name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(&patch),
+                    ),
+                )
+                .await?;
+            }
+            crate::suite::EphemeralVia::Update => {
+                let mut pod = self
+                    .call(
+                        &what,
+                        None,
+                        true,
+                        self.pods().get_subresource("ephemeralcontainers", name),
+                    )
+                    .await?;
+                let ec: k8s_openapi::api::core::v1::EphemeralContainer = serde_json::from_value(container.clone())
+                    .map_err(|e| ClusterError::Api {
+                        what: what.clone(),
+                        reason: format!("not an ephemeral container: {e}"),
+                        code: None,
+                    })?;
+                if let Some(spec) = pod.spec.as_mut() {
+                    spec.ephemeral_containers.get_or_insert_with(Vec::new).push(ec);
+                }
+                self.call(
+                    &what,
+                    None,
+                    true,
+                    self.pods()
+                        .replace_subresource("ephemeralcontainers", name, &PostParams::default(), &pod),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes the pod, optionally overriding the grace period.
     pub async fn delete_pod(&self, name: &str, grace: Option<i64>) -> Result<(), ClusterError> {
         let mut dp = DeleteParams::background();

@@ -509,6 +509,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::Delete => "DELETE",
                 ActionKind::Patch => "patch",
                 ActionKind::ApplyObject => "object apply",
+                ActionKind::Ephemeral => "ephemeral container",
             };
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t))))
         }

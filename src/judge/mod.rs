@@ -1458,6 +1458,7 @@ fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'
     use crate::observe::ActionKind;
     let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
+    let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
     for (i, s) in case.steps.iter().enumerate() {
         let problem = match &s.value {
             Step::WaitFor(w) => {
@@ -1478,6 +1479,20 @@ fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'
                 Some(_) => None,
             },
             Step::Sleep(_) => None,
+            // The same container, sent the same way (`debugger via patch`).
+            Step::Ephemeral(e) => {
+                let want = format!("{} via {}", e.name(), e.via.as_str());
+                match ephemerals.next() {
+                    None => Some(format!(
+                        "steps[{i}] ephemeral: the recording added no ephemeral container"
+                    )),
+                    Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
+                        "steps[{i}] ephemeral: `{want}` but the recording added `{}`",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
             Step::Patch(p) => match patches.next() {
                 None => Some(format!("steps[{i}] patch: the recording has no patch")),
                 Some(a) => {

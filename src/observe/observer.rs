@@ -322,6 +322,18 @@ impl Observer {
                     self.kinds.insert(c.name.clone(), ContainerKind::Regular);
                 }
             }
+            // Ephemeral containers join the running pod (an `ephemeral` step): each is a
+            // container from the first snapshot whose spec has it.
+            for c in spec.ephemeral_containers.iter().flatten() {
+                if !self.kinds.contains_key(&c.name) {
+                    info.containers.push(ContainerRef {
+                        name: c.name.clone(),
+                        kind: ContainerKind::Ephemeral,
+                        probe_period: None,
+                    });
+                    self.kinds.insert(c.name.clone(), ContainerKind::Ephemeral);
+                }
+            }
         }
         if let Some(st) = &pod.status {
             let ips: Vec<String> = st.pod_ips.iter().flatten().map(|i| i.ip.clone()).collect();
@@ -359,6 +371,7 @@ impl Observer {
             .iter()
             .flatten()
             .chain(st.container_statuses.iter().flatten())
+            .chain(st.ephemeral_container_statuses.iter().flatten())
         {
             containers.push(self.container_status(received, cs));
         }

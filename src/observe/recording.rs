@@ -377,6 +377,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "patch" | "patch-pod" => ActionKind::Patch,
             // `command` names the object: `ConfigMap/name`.
             "apply-object" => ActionKind::ApplyObject,
+            // `command` names the container and the request: `debugger via patch`.
+            "ephemeral" => ActionKind::Ephemeral,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };

@@ -646,6 +646,7 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
             ActionKind::Delete => "delete".to_string(),
             ActionKind::Patch => "patch".to_string(),
             ActionKind::ApplyObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
+            ActionKind::Ephemeral => format!("ephemeral {}", a.detail.as_deref().unwrap_or("container")),
         };
         if let Some(g) = a.grace_period_seconds {
             label.push_str(&format!(" (grace {g}s)"));
@@ -1280,6 +1281,7 @@ fn draw_lane(out: &mut String, sc: &Scale, y: f64, lane: &Lane, stripe: &mut usi
         ContainerKind::Init => " <tspan class=\"kind\">init</tspan>",
         ContainerKind::Sidecar => " <tspan class=\"kind\">sidecar</tspan>",
         ContainerKind::Regular => "",
+        ContainerKind::Ephemeral => " <tspan class=\"kind\">ephemeral</tspan>",
     };
     let _ = writeln!(
         out,

@@ -455,6 +455,17 @@ async fn observe_case(
                 )
                 .await
             }
+            Step::Ephemeral(e) => {
+                let container = case.ephemeral_body(e, &env.images);
+                act(
+                    &mut loop_.obs,
+                    ActionKind::Ephemeral,
+                    None,
+                    Some(format!("{} via {}", e.name(), e.via.as_str())),
+                    api.add_ephemeral(&pod_name, &container, e.via),
+                )
+                .await
+            }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);
                 act(

@@ -267,14 +267,31 @@ pub fn run_live(
     // The preflight sends about 15 requests; each is small, so a budget of a few request
     // timeouts covers a slow server while a silent one still ends it.
     let budget = opts.request_timeout * 4;
-    // What the selected cases need beyond every case's permissions: their objects' kinds.
-    let mut extra: Vec<String> = cases
-        .iter()
-        .flat_map(|(_, c)| c.objects.iter().map(|o| format!("{}s", o.kind.to_lowercase())))
-        .collect();
+    // What the selected cases need beyond every case's permissions: their objects' kinds, and
+    // the ephemeralcontainers subresource for `ephemeral` steps (read and replaced by `update`).
+    let mut extra: Vec<(&str, String, Option<&str>)> = vec![];
+    for (_, c) in &cases {
+        extra.extend(
+            c.objects
+                .iter()
+                .map(|o| ("patch", format!("{}s", o.kind.to_lowercase()), None)),
+        );
+        for s in &c.spec.steps {
+            if let crate::suite::Step::Ephemeral(e) = &s.value {
+                let sub = Some("ephemeralcontainers");
+                match e.via {
+                    crate::suite::EphemeralVia::Patch => extra.push(("patch", "pods".into(), sub)),
+                    crate::suite::EphemeralVia::Update => {
+                        extra.push(("get", "pods".into(), sub));
+                        extra.push(("update", "pods".into(), sub));
+                    }
+                }
+            }
+        }
+    }
     extra.sort();
     extra.dedup();
-    let extra: Vec<(&str, &str, Option<&str>)> = extra.iter().map(|r| ("patch", r.as_str(), None)).collect();
+    let extra: Vec<(&str, &str, Option<&str>)> = extra.iter().map(|(v, r, s)| (*v, r.as_str(), *s)).collect();
     let preflight = async {
         let mut fp = cluster.preflight().await?;
         cluster.check_permissions(&extra).await?;

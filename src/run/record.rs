@@ -193,6 +193,7 @@ impl Recorder {
                     ActionKind::Delete => "delete",
                     ActionKind::Patch => "patch",
                     ActionKind::ApplyObject => "apply-object",
+                    ActionKind::Ephemeral => "ephemeral",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
                 if let Some(g) = a.grace_period_seconds {

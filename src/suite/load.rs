@@ -60,6 +60,9 @@ pub enum ContainerKind {
     /// An init container with `restartPolicy: Always` (native sidecar).
     Sidecar,
     Regular,
+    /// Added to the running pod by an `ephemeral` step (`spec.ephemeralContainers`); not part of
+    /// kubectl's READY and STATUS columns.
+    Ephemeral,
 }
 
 /// Kinds a case may create beside its pod (`objects:`). Each is a namespaced core/v1 object
@@ -120,15 +123,31 @@ impl LoadedCase {
     pub fn images_used(&self, overrides: &BTreeMap<String, String>) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         collect_images(&self.render_pod(overrides), &mut out);
-        // Images a `patch` step switches to must be pre-loaded too.
+        // Images a `patch` step switches to, or an `ephemeral` step runs, must be pre-loaded too.
         for s in &self.spec.steps {
-            if let Step::Patch(p) = &s.value
-                && let Some(spec) = self.patch_body(p, overrides).get("spec")
-            {
-                collect_images(&serde_json::json!({ "spec": spec }), &mut out);
+            match &s.value {
+                Step::Patch(p) => {
+                    if let Some(spec) = self.patch_body(p, overrides).get("spec") {
+                        collect_images(&serde_json::json!({ "spec": spec }), &mut out);
+                    }
+                }
+                Step::Ephemeral(e) => {
+                    let c = self.ephemeral_body(e, overrides);
+                    collect_images(&serde_json::json!({ "spec": { "ephemeralContainers": [c] } }), &mut out);
+                }
+                _ => {}
             }
         }
         out
+    }
+
+    /// The container an `ephemeral` step adds, images rendered like the pod's.
+    pub fn ephemeral_body(&self, e: &EphemeralStep, overrides: &BTreeMap<String, String>) -> serde_json::Value {
+        let mut images = self.images.clone();
+        images.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let mut c = e.container.value.clone();
+        substitute(&mut c, &images);
+        c
     }
 
     /// The strategic merge patch a `patch` step sends, images rendered like the pod's.
@@ -485,7 +504,7 @@ fn load_case(
         _ => Loc::new(()),
     };
     let field = if case.manifest.is_some() { "manifest" } else { "pod" };
-    let containers = match check_pod(&pod, images) {
+    let mut containers = match check_pod(&pod, images) {
         Ok(c) => c,
         Err(msg) => {
             let where_ = manifest_path
@@ -538,6 +557,19 @@ fn load_case(
         }
     }
 
+    // Ephemeral containers of `ephemeral` steps are containers expectations may name.
+    for (i, s) in case.steps.iter().enumerate() {
+        if let Step::Ephemeral(e) = &s.value {
+            match check_ephemeral(&e.container.value, images, &containers) {
+                Ok(name) => containers.push(ContainerInfo {
+                    name,
+                    kind: ContainerKind::Ephemeral,
+                }),
+                Err(m) => ctx.err(&e.container, format!("{p}.steps[{i}].ephemeral.container"), m),
+            }
+        }
+    }
+
     let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
     let mut refs = Refs {
         ctx,
@@ -570,6 +602,8 @@ fn load_case(
             }
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(&mut refs, s, patch, &sp, &pod, images),
+            // Checked above, with the containers.
+            Step::Ephemeral(_) => {}
         }
     }
     if case.expect.is_empty() {
@@ -644,6 +678,18 @@ fn check_patch(
     }
     for (name, image) in &patch.container_images {
         let path = format!("{sp}.patch.containerImages.{name}");
+        if refs
+            .all
+            .iter()
+            .any(|c| &c.name == name && c.kind == ContainerKind::Ephemeral)
+        {
+            refs.ctx.err(
+                image,
+                path,
+                format!("`{name}` is an ephemeral container: the API lets a pod patch change only its containers' and init containers' images"),
+            );
+            continue;
+        }
         if !refs.containers.contains(name.as_str()) {
             let known = refs.all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
             refs.ctx.err(
@@ -770,6 +816,88 @@ fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, Pat
     let value: serde_json::Value =
         parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
     Ok((value, path))
+}
+
+/// Fields the API refuses on an ephemeral container (validateEphemeralContainers): it gets no
+/// ports, probes, lifecycle hooks or resources of its own.
+const EPHEMERAL_FORBIDDEN: &[&str] = &[
+    "ports",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+];
+
+/// Checks the container of an `ephemeral` step against the pod's containers; returns its name.
+fn check_ephemeral(
+    v: &serde_json::Value,
+    images: &BTreeMap<String, String>,
+    containers: &[ContainerInfo],
+) -> Result<String, String> {
+    let obj = v
+        .as_object()
+        .ok_or("an ephemeral container is a mapping such as `{name: debugger, image: ..., command: [...]}`")?;
+    let name = obj.get("name").and_then(|v| v.as_str()).unwrap_or("");
+    let label = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !label {
+        return Err(format!(
+            "invalid container name \"{name}\": use 1-63 characters of a-z, 0-9 and `-` (a DNS label)"
+        ));
+    }
+    if containers.iter().any(|c| c.name == name) {
+        return Err(format!("container name `{name}` is already used in the pod"));
+    }
+    if let Some(f) = EPHEMERAL_FORBIDDEN.iter().find(|f| obj.contains_key(**f)) {
+        return Err(format!("an ephemeral container may not set `{f}` (the API refuses it)"));
+    }
+    if obj
+        .get("image")
+        .and_then(|v| v.as_str())
+        .is_none_or(|i| i.trim().is_empty())
+    {
+        return Err("an ephemeral container needs an `image`".into());
+    }
+    let mut unknown = BTreeSet::new();
+    find_templates(v, images, &mut unknown);
+    if let Some(t) = unknown.into_iter().next() {
+        return Err(format!(
+            "unknown template `${{{t}}}` (known: {})",
+            images
+                .keys()
+                .map(|k| format!("${{image.{k}}}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let mut rendered = v.clone();
+    substitute(&mut rendered, images);
+    let ec: k8s_openapi::api::core::v1::EphemeralContainer = serde_path_to_error::deserialize(rendered)
+        .map_err(|e| format!("not a valid ephemeral container: {}: {}", e.path(), e.inner()))?;
+    if let Some(t) = &ec.target_container_name
+        && !containers
+            .iter()
+            .any(|c| &c.name == t && c.kind != ContainerKind::Ephemeral)
+    {
+        let known = containers
+            .iter()
+            .filter(|c| c.kind != ContainerKind::Ephemeral)
+            .map(|c| c.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(format!(
+            "targetContainerName `{t}` is not a container of the pod (it has: {known})"
+        ));
+    }
+    Ok(name.to_string())
 }
 
 /// Checks an auxiliary object: one core/v1 object of an allowed kind (`OBJECT_KINDS`), valid for

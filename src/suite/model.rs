@@ -161,6 +161,51 @@ pub enum Step {
     Sleep(Dur),
     /// Merge-patch the pod's labels and/or annotations (a null value removes a key).
     Patch(PatchStep),
+    /// Add an ephemeral container to the running pod through its `ephemeralcontainers`
+    /// subresource; expectations name it like any container.
+    Ephemeral(EphemeralStep),
+}
+
+/// `ephemeral: {container: {name: debugger, image: ${image.busybox}, command: [...]}, via: patch}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EphemeralStep {
+    /// The ephemeral container as in `spec.ephemeralContainers` (name, image, command, args,
+    /// targetContainerName, ...); `${image.NAME}` templates as in manifests.
+    pub container: Loc<serde_json::Value>,
+    /// How it is sent: `patch` (a strategic merge patch of the subresource, as `kubectl debug`
+    /// does; default) or `update` (the subresource read, the container appended, the pod's
+    /// ephemeral containers replaced with a PUT).
+    #[serde(default)]
+    pub via: EphemeralVia,
+}
+
+impl EphemeralStep {
+    /// The container's name (validation ensures it has one).
+    pub fn name(&self) -> &str {
+        self.container
+            .value
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EphemeralVia {
+    #[default]
+    Patch,
+    Update,
+}
+
+impl EphemeralVia {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EphemeralVia::Patch => "patch",
+            EphemeralVia::Update => "update",
+        }
+    }
 }
 
 /// `patch: {labels: {k: v}, annotations: {k: v}, activeDeadlineSeconds: 5, containerImages: {main: ref}}`:
@@ -741,6 +786,8 @@ pub enum ActionKind {
     Patch,
     /// An auxiliary object (`objects`) was applied, before the pod.
     ApplyObject,
+    /// An ephemeral container was added (`ephemeral` step).
+    Ephemeral,
 }
 
 /// What must hold on the observed timeline.

@@ -256,6 +256,10 @@ pub struct FakeState {
     pub applied: BTreeMap<String, Value>,
     /// Auxiliary objects as applied, in order: `(namespace, resource, name, body)`.
     pub objects: Vec<(String, String, String, Value)>,
+    /// Requests to `pods/<name>/ephemeralcontainers`: `(method, content type, body)`.
+    pub ephemeral: Vec<(String, String, Value)>,
+    /// The ephemeral containers the pod has (by patch or update), in order.
+    pub ephemeral_containers: Vec<Value>,
     /// Labels of created namespaces.
     pub namespace_labels: BTreeMap<String, Value>,
     /// SelfSubjectAccessReviews answered "not allowed": `(verb, resource)`.
@@ -691,6 +695,43 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             out["metadata"]["uid"] = json!(format!("fake-uid-{resource}-{name}"));
             out["metadata"]["resourceVersion"] = json!("1");
             json_resp(200, out)
+        }
+        (m @ ("PATCH" | "PUT" | "GET"), ["api", "v1", "namespaces", ns, "pods", name, "ephemeralcontainers"]) => {
+            let mut s = st.lock().unwrap();
+            if m != "GET" {
+                s.ephemeral
+                    .push((m.to_string(), content_type.to_string(), body.clone()));
+            }
+            let list = match m {
+                // A strategic merge patch merges ephemeral containers by name.
+                "PATCH" => body["spec"]["ephemeralContainers"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
+                "PUT" => {
+                    // The whole list is replaced, against the resourceVersion read.
+                    if body["metadata"]["resourceVersion"] != json!(format!("{}", 10 + s.ephemeral_containers.len())) {
+                        return status(409, "Conflict", "the object has been modified");
+                    }
+                    s.ephemeral_containers.clear();
+                    body["spec"]["ephemeralContainers"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                }
+                _ => vec![],
+            };
+            for c in list {
+                let name = c["name"].clone();
+                s.ephemeral_containers.retain(|x| x["name"] != name);
+                s.ephemeral_containers.push(c);
+            }
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": ns, "resourceVersion": format!("{}", 10 + s.ephemeral_containers.len())},
+                    "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], "ephemeralContainers": s.ephemeral_containers}}),
+            )
         }
         ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
             let mut s = st.lock().unwrap();
