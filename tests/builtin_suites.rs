@@ -439,3 +439,64 @@ fn agnhost_cases_use_upstreams_agnhost_and_images_lists_it() {
     assert!(all.lines().any(|l| l == agnhost), "{all}");
     assert!(all.lines().any(|l| l == "busybox:1.36"), "{all}");
 }
+
+#[test]
+fn the_cases_of_objects_ephemeral_containers_agnhost_and_run_container_error_validate() {
+    // Loading fails on any invalid case; these are the ones issue 13's last part added, each
+    // with what makes it what it is.
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
+    let find = |full: &str| {
+        suites
+            .iter()
+            .flat_map(|s| &s.cases)
+            .find(|c| c.full_name() == full)
+            .unwrap_or_else(|| panic!("no case {full}"))
+    };
+    for (case, objects) in [
+        ("upstream-objects::configmap-env", vec!["ConfigMap/configmap-test"]),
+        ("upstream-objects::configmap-volume", vec!["ConfigMap/configmap-test"]),
+        ("upstream-objects::secret-volume", vec!["Secret/secret-test"]),
+        ("upstream-objects::secret-env-field", vec!["Secret/secret-test"]),
+        ("upstream-objects::secret-env-from", vec!["Secret/secret-test"]),
+        (
+            "upstream-objects::pod-service-env-own-service",
+            vec!["Service/fooservice"],
+        ),
+        (
+            "upstream-objects::projected-all",
+            vec!["ConfigMap/configmap-projected-all", "Secret/secret-projected-all"],
+        ),
+    ] {
+        let ids: Vec<String> = find(case).objects.iter().map(|o| o.id()).collect();
+        assert_eq!(ids, objects, "{case}");
+    }
+    for (case, names) in [
+        ("upstream-pods::ephemeral-container-creation", vec!["debugger"]),
+        (
+            "upstream-pods::ephemeral-container-update",
+            vec!["debugger", "debugger2"],
+        ),
+    ] {
+        let c = find(case);
+        let eph: Vec<&str> = c
+            .containers
+            .iter()
+            .filter(|x| x.kind == podlife::suite::ContainerKind::Ephemeral)
+            .map(|x| x.name.as_str())
+            .collect();
+        assert_eq!(eph, names, "{case}");
+    }
+    let agnhost = "registry.k8s.io/e2e-test-images/agnhost:2.66.1";
+    for case in [
+        "upstream-runtime::containers-agnhost-overrides",
+        "upstream-runtime::containers-agnhost-defaults",
+        "upstream-probes::probe-grpc-liveness-healthy",
+        "upstream-objects::configmap-volume",
+        "upstream-objects::secret-volume",
+        "upstream-pods::ephemeral-container-update",
+    ] {
+        assert!(find(case).images_used(&Default::default()).contains(agnhost), "{case}");
+    }
+    let rce = find("status::status-run-container-error");
+    assert_eq!(rce.pod["spec"]["restartPolicy"], "Always");
+}

@@ -690,3 +690,146 @@ fn ephemeral_step_validation() {
             .contains("registry.k8s.io/e2e-test-images/agnhost:2.66.1")
     );
 }
+
+// --- RunContainerError (no recording): the case judged on a synthetic timeline shaped as the
+// kubelet source says it reports a failed start under restartPolicy Always (see the comment of
+// status::status-run-container-error) — the case must be consistent with that behaviour, and a
+// wrong row must fail on it. -----------------------------------------------------------------
+
+fn rce_pod(phase: &str, main: Option<serde_json::Value>) -> k8s_openapi::api::core::v1::Pod {
+    let mut p = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "status-run-container-error", "namespace": "ns", "uid": "u1",
+            "creationTimestamp": "2026-12-01T10:00:00Z"},
+        "spec": {"nodeName": "n", "restartPolicy": "Always",
+            "containers": [{"name": "main", "image": "busybox:1.36", "command": ["/does-not-exist"]}]},
+        "status": {"phase": phase, "qosClass": "BestEffort",
+            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"},
+                {"type": "ContainersReady", "status": "False"}, {"type": "Ready", "status": "False"}]}
+    });
+    if let Some(m) = main {
+        p["status"]["containerStatuses"] = serde_json::json!([m]);
+    }
+    serde_json::from_value(p).unwrap()
+}
+
+/// main waiting `reason` after `attempts` failed starts (lastState: the last one, StartError).
+fn rce_main(reason: &str, attempts: u32) -> serde_json::Value {
+    let mut m = serde_json::json!({"name": "main", "ready": false, "started": false, "image": "busybox:1.36",
+        "imageID": "", "restartCount": attempts.saturating_sub(1), "state": {"waiting": {"reason": reason}}});
+    if attempts > 0 {
+        let n = attempts - 1;
+        m["containerID"] = serde_json::json!(format!("containerd://c{n}"));
+        m["lastState"] = serde_json::json!({"terminated": {"exitCode": 128, "reason": "StartError",
+            "message": "exec: \"/does-not-exist\": stat /does-not-exist: no such file or directory",
+            "startedAt": "1970-01-01T00:00:00Z", "finishedAt": format!("2026-12-01T10:00:{:02}Z", 2 + 12 * n),
+            "containerID": format!("containerd://c{n}")}});
+    }
+    m
+}
+
+fn rce_timeline() -> Timeline {
+    use podlife::observe::{Action, ActionKind, Input, Observer, WatchKind};
+    let mut obs = Observer::new(Some("status-run-container-error"), "test");
+    obs.push(Input::Action(Action {
+        kind: ActionKind::Apply,
+        sent: ts("2026-12-01T10:00:00Z"),
+        done: Some(ts("2026-12-01T10:00:00.050Z")),
+        grace_period_seconds: None,
+        detail: None,
+    }));
+    let pod = |t: &str, phase: &str, m: Option<serde_json::Value>| Input::Pod {
+        received: ts(t),
+        kind: WatchKind::Modified,
+        pod: Box::new(rce_pod(phase, m)),
+    };
+    let event = |t: &str, reason: &str, kind: &str, message: &str, count: u32| {
+        Input::Event {
+        received: ts(&format!("{t}Z")),
+        kind: WatchKind::Added,
+        event: Box::new(
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("e-{reason}"), "namespace": "ns"},
+                "involvedObject": {"kind": "Pod", "name": "status-run-container-error", "namespace": "ns",
+                    "uid": "u1", "fieldPath": "spec.containers{main}"},
+                "reason": reason, "message": message, "type": kind, "count": count,
+                "firstTimestamp": "2026-12-01T10:00:02Z", "lastTimestamp": t.split('.').next().unwrap().to_string() + "Z",
+            }))
+            .unwrap(),
+        ),
+    }
+    };
+    let failed = "Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: \"/does-not-exist\": stat /does-not-exist: no such file or directory: unknown";
+    obs.push(pod("2026-12-01T10:00:00.100Z", "Pending", None));
+    obs.push(pod(
+        "2026-12-01T10:00:01.000Z",
+        "Pending",
+        Some(rce_main("ContainerCreating", 0)),
+    ));
+    obs.push(event("2026-12-01T10:00:02.100", "Failed", "Warning", failed, 1));
+    obs.push(pod(
+        "2026-12-01T10:00:02.500Z",
+        "Running",
+        Some(rce_main("RunContainerError", 1)),
+    ));
+    // The first retry is immediate and fails the same way.
+    obs.push(event("2026-12-01T10:00:03.100", "Failed", "Warning", failed, 2));
+    obs.push(pod(
+        "2026-12-01T10:00:03.500Z",
+        "Running",
+        Some(rce_main("RunContainerError", 2)),
+    ));
+    obs.push(event(
+        "2026-12-01T10:00:04.100",
+        "BackOff",
+        "Warning",
+        "Back-off restarting failed container main in pod status-run-container-error_ns(u1)",
+        1,
+    ));
+    obs.push(pod(
+        "2026-12-01T10:00:04.500Z",
+        "Running",
+        Some(rce_main("CrashLoopBackOff", 2)),
+    ));
+    obs.push(event("2026-12-01T10:00:15.100", "Failed", "Warning", failed, 3));
+    obs.push(pod(
+        "2026-12-01T10:00:15.500Z",
+        "Running",
+        Some(rce_main("RunContainerError", 3)),
+    ));
+    let mut tl = obs.finish();
+    tl.complete = true;
+    tl
+}
+
+#[test]
+fn run_container_error_case_agrees_with_the_kubelet_source() {
+    let case = podlife::suite::load_suites(&[root().join("suites/status.yaml")]).unwrap()[0]
+        .cases
+        .iter()
+        .find(|c| c.name() == "status-run-container-error")
+        .unwrap()
+        .clone();
+    let tl = rce_timeline();
+    assert!(podlife::judge::steps_verdict(&case.spec, &tl).is_none());
+    for v in judge_case(&case.spec, &tl) {
+        pass(&v);
+    }
+    // The commonly published pairing (Pending while the container cannot start) is wrong here.
+    let text = std::fs::read_to_string(root().join("suites/status.yaml")).unwrap();
+    let start = text.find("  - name: status-run-container-error").unwrap();
+    let end = start + text[start..].find("\n  - name: ").unwrap();
+    let wrong = text[start..end].replacen(
+        "status: RunContainerError\n          phase: Running",
+        "status: RunContainerError\n          phase: Pending",
+        1,
+    );
+    assert_ne!(wrong, text[start..end]);
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
+    std::fs::write(dir.path().join("s.yaml"), format!("name: status\ncases:\n{wrong}\n")).unwrap();
+    let wrong = podlife::suite::load_suites(&[dir.path().join("s.yaml")]).unwrap()[0].cases[0].clone();
+    let v = judge_case(&wrong.spec, &tl);
+    let row = v.iter().find(|v| v.kind == "statusRow").unwrap();
+    assert_eq!(row.outcome, Outcome::Fail, "{}", row.evidence);
+}

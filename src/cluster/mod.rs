@@ -896,29 +896,30 @@ impl CaseApi {
                 .await?;
             }
             crate::suite::EphemeralVia::Update => {
+                // Untyped, so the containers already there go back exactly as read (the API
+                // refuses any change to an existing ephemeral container, and a field newer than
+                // our k8s-openapi would otherwise be dropped).
+                let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+                let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
                 let mut pod = self
-                    .call(
-                        &what,
-                        None,
-                        true,
-                        self.pods().get_subresource("ephemeralcontainers", name),
-                    )
+                    .call(&what, None, true, api.get_subresource("ephemeralcontainers", name))
                     .await?;
-                let ec: k8s_openapi::api::core::v1::EphemeralContainer = serde_json::from_value(container.clone())
-                    .map_err(|e| ClusterError::Api {
-                        what: what.clone(),
-                        reason: format!("not an ephemeral container: {e}"),
-                        code: None,
-                    })?;
-                if let Some(spec) = pod.spec.as_mut() {
-                    spec.ephemeral_containers.get_or_insert_with(Vec::new).push(ec);
+                let spec = &mut pod.data["spec"];
+                if !spec.is_object() {
+                    *spec = serde_json::json!({});
+                }
+                let list = &mut spec["ephemeralContainers"];
+                if !list.is_array() {
+                    *list = serde_json::json!([]);
+                }
+                if let Some(l) = list.as_array_mut() {
+                    l.push(container.clone());
                 }
                 self.call(
                     &what,
                     None,
                     true,
-                    self.pods()
-                        .replace_subresource("ephemeralcontainers", name, &PostParams::default(), &pod),
+                    api.replace_subresource("ephemeralcontainers", name, &PostParams::default(), &pod),
                 )
                 .await?;
             }
