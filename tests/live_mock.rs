@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use podlife::cluster::ClusterError;
-use podlife::results::CaseStatus;
+use podlife::results::{AttemptStatus, CaseStatus};
 use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
 use support::live::{self, Env, env, run_options as opts};
 
@@ -196,7 +196,7 @@ fn namespace_stuck_terminating_is_reported_and_does_not_hang() {
     o.cleanup_timeout = Duration::from_secs(1);
     let out = run(&e, &o, NEVER_SUCCESS).unwrap();
     let a = out.summary.cases[0].last().unwrap();
-    assert_eq!(a.status, podlife::results::AttemptStatus::Passed);
+    assert_eq!(a.status, AttemptStatus::Passed);
     assert!(
         a.cleanup.leftover.as_deref().unwrap().contains("still terminating"),
         "{:?}",
@@ -480,6 +480,42 @@ fn repeat_and_retries_never_reuse_a_namespace_name() {
     );
 }
 
+/// Live run 7fcmo7ex (`--repeat 6 --keep-namespaces on-failure`): a kept namespace's name was
+/// reused by the next repetition, which then errored with 409 four times, and the case was
+/// reported flaky and counted conformant. Each repetition now has its own name, so a kept
+/// namespace never collides: every repetition fails on its own merits, none errors, and the
+/// case is failed (not flaky, not conformant).
+#[test]
+fn repeat_with_kept_namespaces_never_collides() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.repeat = 3;
+    o.keep_on_failure = true;
+    o.certify = true;
+    // A wrong expectation on purpose: every repetition fails and keeps its namespace.
+    let body = NEVER_SUCCESS.replace("- phase: Succeeded", "- phase: Failed");
+    let out = run(&e, &o, &body).unwrap();
+    let c = &out.summary.cases[0];
+    let statuses: Vec<_> = c.attempts.iter().map(|a| a.status).collect();
+    assert_eq!(statuses, [AttemptStatus::Failed; 3], "{:#?}", c.attempts);
+    let names: std::collections::BTreeSet<String> = c
+        .attempts
+        .iter()
+        .map(|a| a.cleanup.namespace.clone().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert!(c.attempts.iter().all(|a| a.cleanup.kept), "{:#?}", c.attempts);
+    assert_eq!(c.status, CaseStatus::Failed);
+    assert!(
+        out.summary
+            .certification
+            .iter()
+            .all(|a| a.verdict != podlife::results::stats::AreaVerdict::Conformant),
+        "{:?}",
+        out.summary.certification
+    );
+}
+
 #[test]
 fn a_request_that_never_answers_errors_the_case_within_its_bounds() {
     // The apply is accepted and never answered; so is every namespace DELETE.
@@ -645,7 +681,7 @@ fn cleanup_retries_its_delete_until_the_api_is_back() {
     o.cleanup_timeout = Duration::from_secs(20);
     let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(120));
     let a = out.summary.cases[0].last().unwrap();
-    assert_eq!(a.status, podlife::results::AttemptStatus::Passed);
+    assert_eq!(a.status, AttemptStatus::Passed);
     assert!(a.cleanup.deleted, "{:?}", a.cleanup);
     assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
     let f = e.fake.lock().unwrap();

@@ -7,7 +7,8 @@
 //! It is as hostile as real servers are when asked: 409 and never-answered requests, status
 //! bursts (429 with Retry-After, 500) on watches and lists, an outage in which every request
 //! fails to connect and every open stream breaks, log streams that break mid-line or carry
-//! invalid UTF-8, and events forbidden at runtime. Watches honour `resourceVersion` and log
+//! invalid UTF-8, events forbidden at runtime, and 410 Gone on the first watch resumed after an
+//! outage. Watches honour `resourceVersion` and log
 //! requests `sinceTime`, so resumed streams behave as on a real server.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -288,6 +289,12 @@ pub struct FakeState {
     /// `(start, length)` after the first apply: every request fails to connect and every open
     /// stream (watch, log) breaks.
     pub outage: Option<(Duration, Duration)>,
+    /// After the outage, the first watch of each resource that resumes from a resourceVersion
+    /// gets `410 Gone` ("too old resource version", as when etcd compacted during the outage),
+    /// as an ERROR event in a 200 stream like a real API server: the watcher must re-list.
+    pub gone_after_outage: bool,
+    /// The resources (`pods`, `events`) that were answered 410 Gone.
+    pub gone_sent: BTreeSet<String>,
     /// The first follow of each container's log breaks in the middle of its fourth line.
     pub log_break_mid_line: bool,
     /// The second line of every log response carries invalid UTF-8 (bytes FF FE).
@@ -917,6 +924,19 @@ async fn items(
         None
     };
     let (tx, resp) = streaming();
+    let gone = {
+        let mut s = st.lock().unwrap();
+        let after_outage = s.outage_window.is_some_and(|(_, end)| Instant::now() >= end);
+        let resource = if kind == Kind::Pods { "pods" } else { "events" };
+        s.gone_after_outage && after_outage && from_rv > 0 && s.gone_sent.insert(resource.to_string())
+    };
+    if gone {
+        let ev = json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {},
+            "status": "Failure", "message": format!("too old resource version: {from_rv} (999999)"),
+            "reason": "Expired", "code": 410}});
+        let _ = tx.unbounded_send(data(format!("{ev}\n")));
+        return resp;
+    }
     let st = st.clone();
     let ns = ns.to_string();
     tokio::spawn(async move {
