@@ -3,12 +3,11 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use podlife::cluster::clean::{CleanOptions, clean};
 use serde_json::json;
-use support::fake_api;
+use support::{fake_api, live};
 
 fn labels(run: &str, case: &str) -> serde_json::Value {
     json!({"podlife.dev/run": run, "podlife.dev/suite": "mock", "podlife.dev/case": case,
@@ -30,15 +29,7 @@ fn opts(run: Option<&str>, older_than: Option<Duration>, yes: bool) -> CleanOpti
 
 #[test]
 fn clean_lists_by_default_and_deletes_only_matching_podlife_namespaces_with_yes() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, fake) = {
-        let _g = rt.enter();
-        fake_api::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings"))
-    };
+    let (rt, client, fake) = live::fake_server();
     {
         let mut f = fake.lock().unwrap();
         f.add_namespace("podlife-old1-mock-a", labels("old1", "a"), "2026-11-30T10:00:00Z");
@@ -104,7 +95,7 @@ fn clean_with_nothing_to_do_says_so() {
         .unwrap();
     let (client, _fake) = {
         let _g = rt.enter();
-        fake_api::start(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings"))
+        fake_api::start(&live::recordings())
     };
     let mut out = vec![];
     let r = rt

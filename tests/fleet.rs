@@ -4,53 +4,24 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
 
-use podlife::cluster::Cluster;
 use podlife::results::CaseStatus;
 use podlife::results::stats::AreaVerdict;
 use podlife::run::{RunOptions, RunOutcome, run_live};
-use support::fake_api::{self, FakeNode, FakeState};
-
-fn recordings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
-}
+use support::fake_api::FakeNode;
+use support::live::{self, Env};
 
 fn opts(reports: &Path) -> RunOptions {
     RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
         test_threads: 0,
-        list: false,
-        ignored: false,
-        include_ignored: false,
-        retries: 0,
-        keep_on_failure: false,
-        replay: None,
-        reports_dir: reports.to_path_buf(),
-        junit: None,
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        api_outage_budget: Duration::from_secs(10),
-        settle: Duration::from_millis(500),
-        quiet: true,
-        // libtest-style lines go to a file: inside `cargo test` they would read as our results.
-        logfile: Some(reports.join("console.log")),
-        cancel: None,
-        repeat: 1,
         certify: true,
-        upstream_applicable: vec![],
         target: podlife::cluster::Target {
             each_node: true,
             ..Default::default()
         },
-        panic_in_case: None,
-        record: false,
+        ..live::run_options(reports)
     }
 }
 
@@ -78,28 +49,7 @@ cases:
 "#;
 
 fn suites(dir: &Path) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
-    suites_of(dir, &[("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)])
-}
-
-fn suites_of(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
-    let mut paths = vec![];
-    for (name, body) in files {
-        let p = dir.join(name);
-        std::fs::write(&p, body.replace("REC", &recordings().display().to_string())).unwrap();
-        paths.push(p);
-    }
-    let suites = podlife::suite::load_suites(&paths).unwrap_or_else(|e| panic!("{e:?}"));
-    suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect()
-}
-
-struct Env {
-    rt: tokio::runtime::Runtime,
-    cluster: Cluster,
-    fake: Arc<Mutex<FakeState>>,
-    dir: tempfile::TempDir,
+    live::write_suites(dir, &[("lifecycle.yaml", LIFECYCLE), ("failures.yaml", FAILURES)])
 }
 
 /// Three nodes that certify (node-a and node-b alike, node-c with a newer containerd), node-b
@@ -118,22 +68,7 @@ fn fleet() -> Vec<FakeNode> {
 }
 
 fn env(nodes: Vec<FakeNode>) -> Env {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, fake) = {
-        let _g = rt.enter();
-        fake_api::start(&recordings())
-    };
-    fake.lock().unwrap().nodes = nodes;
-    Env {
-        rt,
-        cluster: Cluster::from_client(client),
-        fake,
-        dir: tempfile::tempdir().unwrap(),
-    }
+    live::env(|f| f.nodes = nodes)
 }
 
 fn run(e: &Env, o: &RunOptions) -> RunOutcome {
@@ -142,16 +77,7 @@ fn run(e: &Env, o: &RunOptions) -> RunOutcome {
 
 fn run_cases(e: &Env, o: &RunOptions, cases: Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)>) -> RunOutcome {
     let mut out = run_live(o, cases, e.cluster.clone(), "fleetrun".into(), &e.rt).expect("run");
-    let published = podlife::report::publish(
-        podlife::report::PublishOptions {
-            dir: &out.report_dir,
-            junit: o.junit.as_deref(),
-            quiet: o.quiet,
-            certify: o.certify,
-        },
-        &mut out.summary,
-    );
-    assert!(published.is_ok(), "{published:?}");
+    live::publish(&mut out, o);
     out
 }
 
@@ -376,7 +302,7 @@ fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise
     let out = run_cases(
         &e,
         &opts(e.dir.path()),
-        suites_of(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
+        live::write_suites(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
     );
     let s = &out.summary;
     assert!(
@@ -460,7 +386,7 @@ fn capacity_10_and_100_nodes() {
         let out = run_cases(
             &e,
             &opts(e.dir.path()),
-            suites_of(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
+            live::write_suites(e.dir.path(), &[("timing.yaml", LOOSE_GAP)]),
         );
         let wall = t0.elapsed().as_secs_f64();
         let s = &out.summary;

@@ -5,46 +5,11 @@
 //! tests/fixtures/timelines — where the right one passes and the wrong one fails, naming what
 //! was measured.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use podlife::judge::{Outcome, Verdict, judge_case};
+use podlife::judge::{Outcome, judge_case};
 use podlife::observe::{Recording, Timeline};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rec(name: &str) -> PathBuf {
-    root().join("tests/fixtures/recordings").join(name)
-}
-
-fn indent(s: &str, n: usize) -> String {
-    let pad = " ".repeat(n);
-    s.trim()
-        .lines()
-        .map(|l| format!("{pad}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A one-case suite on `manifest` with `marks`, `steps` and `expect` (YAML, unindented).
-fn suite_yaml(manifest: &Path, steps: &str, marks: &str, expect: &str) -> String {
-    format!(
-        "name: t\ncases:\n  - name: c\n    manifest: {}\n    steps:\n{}\n    marks:\n{}\n    expect:\n{}\n",
-        manifest.display(),
-        indent(if steps.trim().is_empty() { "[]" } else { steps }, 6),
-        indent(if marks.trim().is_empty() { "{}" } else { marks }, 6),
-        indent(expect, 6)
-    )
-}
-
-fn load(yaml: &str) -> podlife::suite::LoadedCase {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{yaml}\n{e:?}"));
-    suites[0].cases[0].clone()
-}
+use support::judging::{fails_with, judge, load, pass, rec, root, suite_yaml};
 
 /// Validation errors of a suite (one line each).
 fn problems(yaml: &str) -> String {
@@ -57,34 +22,12 @@ fn problems(yaml: &str) -> String {
     }
 }
 
-/// Judges on recording `name`.
-fn judge(name: &str, marks: &str, expect: &str) -> Vec<Verdict> {
-    let case = load(&suite_yaml(&rec(name).join("manifest.yaml"), "", marks, expect));
-    let tl = Recording::read(&rec(name)).unwrap().timeline();
-    judge_case(&case.spec, &tl)
-}
-
 /// A timeline of a live run on the reference node (tests/fixtures/timelines).
 fn live(name: &str) -> Timeline {
     let text = std::fs::read_to_string(root().join("tests/fixtures/timelines").join(name)).unwrap();
     let mut tl: Timeline = serde_json::from_str(&text).unwrap();
     tl.complete = true;
     tl
-}
-
-#[track_caller]
-fn pass(v: &Verdict) {
-    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
-}
-
-#[track_caller]
-fn fails_with(v: &Verdict, measured: &str) {
-    assert_eq!(v.outcome, Outcome::Fail, "expected a failure: {}", v.evidence);
-    assert!(
-        v.evidence.contains(measured),
-        "evidence should name `{measured}`: {}",
-        v.evidence
-    );
 }
 
 // --- 1. status flags `ready` and `started` ---------------------------------------------------

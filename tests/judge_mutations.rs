@@ -1,56 +1,11 @@
 //! For every expectation kind, a right and a deliberately wrong expectation judged on a real
 //! recording: the right one passes, the wrong one fails and its evidence names the measured value.
 
-use std::path::{Path, PathBuf};
+mod support;
 
-use podlife::judge::{Outcome, Verdict, judge_case};
+use podlife::judge::{Outcome, judge_case};
 use podlife::observe::Recording;
-
-fn rec(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/recordings")
-        .join(name)
-}
-
-/// Judges `expect` (YAML list items) with `marks` on recording `name`.
-fn judge(name: &str, marks: &str, expect: &str) -> Vec<Verdict> {
-    let dir = tempfile::tempdir().unwrap();
-    let yaml = format!(
-        "name: t\ncases:\n  - name: {name}\n    manifest: {}\n    marks:\n{}\n    expect:\n{}\n",
-        rec(name).join("manifest.yaml").display(),
-        indent(if marks.trim().is_empty() { "{}" } else { marks }, 6),
-        indent(expect, 6)
-    );
-    let path = dir.path().join("t.yaml");
-    std::fs::write(&path, &yaml).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{yaml}\n{e:?}"));
-    let tl = Recording::read(&rec(name)).unwrap().timeline();
-    judge_case(&suites[0].cases[0].spec, &tl)
-}
-
-fn indent(s: &str, n: usize) -> String {
-    let pad = " ".repeat(n);
-    s.trim()
-        .lines()
-        .map(|l| format!("{pad}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-#[track_caller]
-fn pass(v: &Verdict) {
-    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
-}
-
-#[track_caller]
-fn fails_with(v: &Verdict, measured: &str) {
-    assert_eq!(v.outcome, Outcome::Fail, "expected a failure: {}", v.evidence);
-    assert!(
-        v.evidence.contains(measured),
-        "evidence should name `{measured}`: {}",
-        v.evidence
-    );
-}
+use support::judging::{fails_with, judge, pass, rec};
 
 #[test]
 fn phase() {

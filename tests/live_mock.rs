@@ -4,109 +4,34 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
 
-use podlife::cluster::{Cluster, ClusterError};
+use podlife::cluster::ClusterError;
 use podlife::results::{AttemptStatus, CaseStatus};
 use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
-use support::fake_api::{self, FakeState};
-
-fn recordings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
-}
-
-fn opts(reports: &Path) -> RunOptions {
-    RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
-        test_threads: 2,
-        list: false,
-        ignored: false,
-        include_ignored: false,
-        retries: 0,
-        keep_on_failure: false,
-        replay: None,
-        reports_dir: reports.to_path_buf(),
-        junit: None,
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        api_outage_budget: Duration::from_secs(10),
-        settle: Duration::from_millis(500),
-        quiet: true,
-        // libtest-style lines go to a file: inside `cargo test` they would read as our results.
-        logfile: Some(reports.join("console.log")),
-        cancel: None,
-        repeat: 1,
-        certify: false,
-        upstream_applicable: vec![],
-        target: Default::default(),
-        panic_in_case: None,
-        record: false,
-    }
-}
+use support::live::{self, Env, env, run_options as opts};
 
 /// Writes a suite whose cases use the recordings' own manifests.
 fn suite(dir: &Path, body: &str) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
-    let text = body.replace("REC", &recordings().display().to_string());
-    let path = dir.join("suite.yaml");
-    std::fs::write(&path, text).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
-    suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect()
-}
-
-struct Env {
-    rt: tokio::runtime::Runtime,
-    cluster: Cluster,
-    fake: Arc<Mutex<FakeState>>,
-    dir: tempfile::TempDir,
-}
-
-fn env(setup: impl FnOnce(&mut FakeState)) -> Env {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, fake) = {
-        let _g = rt.enter();
-        fake_api::start(&recordings())
-    };
-    setup(&mut fake.lock().unwrap());
-    Env {
-        rt,
-        cluster: Cluster::from_client(client),
-        fake,
-        dir: tempfile::tempdir().unwrap(),
-    }
+    live::write_suites(dir, &[("suite.yaml", body)])
 }
 
 fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, RunError> {
     let cases = suite(e.dir.path(), body);
     let mut out = run_live(o, cases, e.cluster.clone(), "testrun1".into(), &e.rt)?;
-    let published = podlife::report::publish(
-        podlife::report::PublishOptions {
-            dir: &out.report_dir,
-            junit: o.junit.as_deref(),
-            quiet: o.quiet,
-            certify: o.certify,
-        },
-        &mut out.summary,
-    );
-    assert!(published.is_ok(), "{published:?}");
+    live::publish(&mut out, o);
     Ok(out)
 }
 
 /// Runs a one-case suite with the default options and checks the case passed.
 fn run_passing(e: &Env, body: &str) -> RunOutcome {
-    let out = run(e, &opts(e.dir.path()), body).unwrap();
+    run_passing_with(e, &opts(e.dir.path()), body)
+}
+
+/// Runs a one-case suite with options `o` and checks the case passed.
+fn run_passing_with(e: &Env, o: &RunOptions, body: &str) -> RunOutcome {
+    let out = run(e, o, body).unwrap();
     let c = &out.summary.cases[0];
     assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
     out
@@ -388,13 +313,7 @@ cases:
       - phase: Succeeded
       - order: [{action: {action: apply}}, {action: {action: patch}}]
 "#;
-    let out = run(&e, &opts(e.dir.path()), body).unwrap();
-    assert_eq!(
-        out.summary.cases[0].status,
-        CaseStatus::Passed,
-        "{:#?}",
-        out.summary.cases[0].attempts
-    );
+    run_passing(&e, body);
     let f = e.fake.lock().unwrap();
     assert_eq!(f.merge_patches.len(), 1);
     assert_eq!(f.merge_patches[0]["metadata"]["labels"]["tier"], "gold");
@@ -428,13 +347,7 @@ cases:
 "#;
     let mut o = opts(e.dir.path());
     o.images.insert("busybox".into(), "registry.local/busybox:1.36".into());
-    let out = run(&e, &o, body).unwrap();
-    assert_eq!(
-        out.summary.cases[0].status,
-        CaseStatus::Passed,
-        "{:#?}",
-        out.summary.cases[0].attempts
-    );
+    run_passing_with(&e, &o, body);
     let f = e.fake.lock().unwrap();
     assert_eq!(
         f.merge_patches,
@@ -449,21 +362,6 @@ cases:
         "{:?}",
         f.patch_content_types
     );
-}
-
-/// Loads several suite files (name, body) as one run's cases.
-fn suites(dir: &Path, files: &[(&str, &str)]) -> Vec<(podlife::suite::Suite, podlife::suite::LoadedCase)> {
-    let mut paths = vec![];
-    for (name, body) in files {
-        let path = dir.join(format!("{name}.yaml"));
-        std::fs::write(&path, body.replace("REC", &recordings().display().to_string())).unwrap();
-        paths.push(path);
-    }
-    let suites = podlife::suite::load_suites(&paths).unwrap_or_else(|e| panic!("{e:?}"));
-    suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect()
 }
 
 /// Runs on a thread and fails the test if the run does not end within `bound` (a generous
@@ -537,7 +435,7 @@ fn two_suites_with_a_same_named_case_run_concurrently_in_their_own_namespaces() 
     let e = env(|_| {});
     let alpha = NEVER_SUCCESS.replace("name: mock", "name: alpha");
     let beta = NEVER_SUCCESS.replace("name: mock", "name: beta");
-    let cases = suites(e.dir.path(), &[("alpha", &alpha), ("beta", &beta)]);
+    let cases = live::write_suites(e.dir.path(), &[("alpha.yaml", &alpha), ("beta.yaml", &beta)]);
     let mut o = opts(e.dir.path());
     o.test_threads = 2;
     let out = run_live(&o, cases, e.cluster.clone(), "testrun1".into(), &e.rt).unwrap();

@@ -6,88 +6,25 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
 use std::time::Duration;
 
-use podlife::cluster::Cluster;
 use podlife::judge::Outcome;
 use podlife::observe::{EvidenceSource, Recording, Timeline};
 use podlife::results::{Attempt, CaseStatus};
 use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
-use support::fake_api::{self, FakeState};
-
-fn recordings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
-}
+use support::live::{self, Env, env, recordings};
 
 fn opts(reports: &Path) -> RunOptions {
     RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
-        test_threads: 2,
-        list: false,
-        ignored: false,
-        include_ignored: false,
-        retries: 0,
-        keep_on_failure: false,
-        replay: None,
-        reports_dir: reports.to_path_buf(),
-        junit: None,
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
+        // Well above the 5 s outage and the bursts these tests stage: they must be ridden out.
         api_outage_budget: Duration::from_secs(30),
-        settle: Duration::from_millis(500),
-        quiet: true,
-        logfile: Some(reports.join("console.log")),
-        cancel: None,
-        repeat: 1,
-        certify: false,
-        upstream_applicable: vec![],
-        target: Default::default(),
-        panic_in_case: None,
-        record: false,
-    }
-}
-
-struct Env {
-    rt: tokio::runtime::Runtime,
-    cluster: Cluster,
-    fake: Arc<Mutex<FakeState>>,
-    dir: tempfile::TempDir,
-}
-
-fn env(setup: impl FnOnce(&mut FakeState)) -> Env {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, fake) = {
-        let _g = rt.enter();
-        fake_api::start(&recordings())
-    };
-    setup(&mut fake.lock().unwrap());
-    Env {
-        rt,
-        cluster: Cluster::from_client(client),
-        fake,
-        dir: tempfile::tempdir().unwrap(),
+        ..live::run_options(reports)
     }
 }
 
 fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, RunError> {
-    let text = body.replace("REC", &recordings().display().to_string());
-    let path = e.dir.path().join("suite.yaml");
-    std::fs::write(&path, text).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|err| panic!("{err:?}"));
-    let cases = suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect();
+    let cases = live::write_suites(e.dir.path(), &[("suite.yaml", body)]);
     run_live(o, cases, e.cluster.clone(), "streams1".into(), &e.rt)
 }
 

@@ -5,17 +5,14 @@
 //! `cargo test --release --test record_memory -- --ignored --nocapture` (about two minutes);
 //! the figures go to the README ("Recording, sharing, replaying, re-judging").
 
-#[allow(dead_code)] // the fake server has helpers other test files use
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-const CHILD_ENV: &str = "PODLIFE_MEASURE_RECORD";
+use support::live::{self, recordings};
 
-fn recordings() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings")
-}
+const CHILD_ENV: &str = "PODLIFE_MEASURE_RECORD";
 
 /// Peak and current resident set size of this process, in KiB.
 fn rss_kib() -> (u64, u64) {
@@ -99,64 +96,22 @@ fn measure_one_run() {
     }
     std::fs::write(dir.path().join("memory.yaml"), suite).unwrap();
     let suites = podlife::suite::load_suites(&[dir.path().join("memory.yaml")]).unwrap_or_else(|e| panic!("{e:?}"));
-    let cases: Vec<_> = suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect();
+    let cases = live::cases_of(&suites);
     assert_eq!(cases.len(), 16);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, _fake) = {
-        let _g = rt.enter();
-        support::fake_api::start(&recordings())
-    };
+    let (rt, client, _fake) = live::fake_server();
     let reports = dir.path().join("reports");
     std::fs::create_dir_all(&reports).unwrap();
     let opts = podlife::run::RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
         test_threads: 4,
-        list: false,
-        ignored: false,
-        include_ignored: false,
-        retries: 0,
-        keep_on_failure: false,
-        replay: None,
-        reports_dir: reports.clone(),
-        junit: None,
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
         api_outage_budget: Duration::from_secs(5),
-        panic_in_case: None,
-        settle: Duration::from_millis(500),
-        quiet: true,
         logfile: Some(dir.path().join("console.log")),
-        cancel: None,
-        repeat: 1,
-        certify: false,
-        upstream_applicable: vec![],
-        target: Default::default(),
         record,
+        ..live::run_options(&reports)
     };
     let (before, _) = rss_kib();
     let cluster = podlife::cluster::Cluster::from_client(client);
     let mut out = podlife::run::run_live(&opts, cases, cluster, "memory1".into(), &rt).unwrap();
-    podlife::report::publish(
-        podlife::report::PublishOptions {
-            dir: &out.report_dir,
-            junit: None,
-            quiet: true,
-            certify: false,
-        },
-        &mut out.summary,
-    )
-    .unwrap();
+    live::publish(&mut out, &opts);
     if record {
         podlife::run::bundle::write(&out.report_dir).unwrap();
     }

@@ -4,7 +4,6 @@
 //! flipped, and a damaged recording is one clear error. `tests/fixtures/runs/recorded1` is such a
 //! recorded run, committed, replayed end to end (recording → observer → judge → reports).
 
-#[allow(dead_code)] // the fake server has helpers other test files use
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -13,6 +12,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use podlife::results::{CaseStatus, RunSummary};
 use podlife::run::{RunOptions, RunOutcome};
+use support::live;
 
 const FIXTURE_SUITE: &str = "tests/fixtures/runs/suite/record.yaml";
 const FIXTURE_RUN: &str = "tests/fixtures/runs/recorded1";
@@ -24,48 +24,14 @@ fn root() -> PathBuf {
 fn opts(reports: &Path, replay: Option<PathBuf>) -> RunOptions {
     std::fs::create_dir_all(reports).unwrap();
     RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
         test_threads: 4,
-        list: false,
-        ignored: false,
-        include_ignored: false,
         retries: 1,
-        keep_on_failure: false,
         record: replay.is_none(),
         replay,
-        reports_dir: reports.to_path_buf(),
-        junit: None,
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
         api_outage_budget: Duration::from_secs(5),
-        panic_in_case: None,
-        settle: Duration::from_millis(500),
-        quiet: true,
-        // libtest-style lines go to a file: inside `cargo test` they would read as our results.
         logfile: Some(reports.join(format!("console-{}.log", std::process::id()))),
-        cancel: None,
-        repeat: 1,
-        certify: false,
-        upstream_applicable: vec![],
-        target: Default::default(),
+        ..live::run_options(reports)
     }
-}
-
-fn publish(out: &mut RunOutcome) {
-    let r = podlife::report::publish(
-        podlife::report::PublishOptions {
-            dir: &out.report_dir,
-            junit: None,
-            quiet: true,
-            certify: false,
-        },
-        &mut out.summary,
-    );
-    assert!(r.is_ok(), "{r:?}");
 }
 
 /// Runs the fixture suite live against the fake API server with recording on, into
@@ -75,26 +41,14 @@ fn record_live(reports: &Path, run_id: &str) -> RunOutcome {
 }
 
 fn record_live_with(reports: &Path, run_id: &str, tweak: impl FnOnce(&mut RunOptions)) -> RunOutcome {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let (client, fake) = {
-        let _g = rt.enter();
-        support::fake_api::start(&root().join("tests/fixtures/recordings"))
-    };
+    let (rt, client, fake) = live::fake_server();
     fake.lock().unwrap().fail_apply.insert("downward-api-env".into());
     let suites = podlife::suite::load_suites(&[PathBuf::from(FIXTURE_SUITE)]).unwrap_or_else(|e| panic!("{e:?}"));
-    let cases = suites
-        .iter()
-        .flat_map(|s| s.cases.iter().map(move |c| (s.clone(), c.clone())))
-        .collect();
     let cluster = podlife::cluster::Cluster::from_client(client);
     let mut o = opts(reports, None);
     tweak(&mut o);
-    let mut out = podlife::run::run_live(&o, cases, cluster, run_id.into(), &rt).unwrap();
-    publish(&mut out);
+    let mut out = podlife::run::run_live(&o, live::cases_of(&suites), cluster, run_id.into(), &rt).unwrap();
+    live::publish(&mut out, &o);
     out
 }
 
@@ -102,8 +56,9 @@ fn record_live_with(reports: &Path, run_id: &str, tweak: impl FnOnce(&mut RunOpt
 fn replay(run: &Path, reports: &Path, suites: Option<&Path>) -> RunOutcome {
     let suites = suites.map_or(run.join("suites"), Path::to_path_buf);
     let suites = podlife::suite::load_suites(&[suites]).unwrap_or_else(|e| panic!("{e:?}"));
-    let mut out = podlife::run::run(opts(reports, Some(run.to_path_buf())), suites).unwrap_or_else(|c| panic!("{c:?}"));
-    publish(&mut out);
+    let o = opts(reports, Some(run.to_path_buf()));
+    let mut out = podlife::run::run(o.clone(), suites).unwrap_or_else(|c| panic!("{c:?}"));
+    live::publish(&mut out, &o);
     out
 }
 
@@ -357,6 +312,18 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// `podlife rejudge <run> --suites <suites> --reports <reports>`.
+fn rejudge(run: &Path, suites: &Path, reports: &Path) -> Command {
+    let mut c = podlife();
+    c.arg("rejudge")
+        .arg(run)
+        .arg("--suites")
+        .arg(suites)
+        .arg("--reports")
+        .arg(reports);
+    c
+}
+
 fn podlife() -> Command {
     let mut c = Command::cargo_bin("podlife").unwrap();
     // Replays never touch a cluster; make sure none could be reached.
@@ -467,15 +434,7 @@ fn rejudge_with_a_changed_expectation_flips_exactly_that_verdict_and_diff_report
     std::fs::write(&file, changed).unwrap();
 
     let out = dir.path().join("rejudged");
-    let r = podlife()
-        .arg("rejudge")
-        .arg(&fixture)
-        .arg("--suites")
-        .arg(&suites)
-        .arg("--reports")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let r = rejudge(&fixture, &suites, &out).output().unwrap();
     let stdout = String::from_utf8_lossy(&r.stdout);
     assert_eq!(
         r.status.code(),
@@ -551,15 +510,7 @@ fn rejudge_with_a_changed_expectation_flips_exactly_that_verdict_and_diff_report
 
 /// `rejudge` of a run with the suites it holds; checks `diff` says nothing flipped.
 fn rejudge_with_own_suites(run: &Path, reports: &Path) -> RunSummary {
-    let r = podlife()
-        .arg("rejudge")
-        .arg(run)
-        .arg("--suites")
-        .arg(run.join("suites"))
-        .arg("--reports")
-        .arg(reports)
-        .output()
-        .unwrap();
+    let r = rejudge(run, &run.join("suites"), reports).output().unwrap();
     assert!(
         String::from_utf8_lossy(&r.stdout).contains("no verdict changed"),
         "{}",
@@ -578,15 +529,7 @@ fn bundle_is_replayed_and_rejudged_directly_and_unsafe_archives_are_refused() {
     assert_eq!(bundle, dir.path().join("recorded1.tar.gz"));
     std::fs::remove_dir_all(&run).unwrap();
     let out = dir.path().join("rejudged");
-    podlife()
-        .arg("rejudge")
-        .arg(&bundle)
-        .arg("--suites")
-        .arg(fixture.join("suites"))
-        .arg("--reports")
-        .arg(&out)
-        .assert()
-        .code(1);
+    rejudge(&bundle, &fixture.join("suites"), &out).assert().code(1);
     assert_eq!(
         outcomes(&read_summary(&fixture)),
         outcomes(&read_summary(&only_run(&out)))
@@ -616,15 +559,7 @@ fn rejudge_of_a_run_without_recordings_judges_its_timelines() {
     copy_dir(&fixture, &run);
     std::fs::remove_dir_all(run.join("recordings")).unwrap();
     let out = dir.path().join("out");
-    podlife()
-        .arg("rejudge")
-        .arg(&run)
-        .arg("--suites")
-        .arg(fixture.join("suites"))
-        .arg("--reports")
-        .arg(&out)
-        .assert()
-        .code(1);
+    rejudge(&run, &fixture.join("suites"), &out).assert().code(1);
     let (a, b) = (read_summary(&fixture), read_summary(&only_run(&out)));
     // Judged on the stored timeline of the last attempt: same outcomes where the expectations
     // decided the case (a live step failure or harness error is not in a timeline).

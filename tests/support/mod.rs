@@ -1,5 +1,11 @@
-//! Shared test support: the in-process fake API server (`fake_api::FakeState`).
+//! Shared test support: the in-process fake API server (`fake_api::FakeState`), the live-run
+//! scaffolding around it (`live::Env`) and judging a suite on a real recording
+//! (`judging::judge`).
 
-// Each test binary that includes this module uses a different part of the fake.
+// Each test binary that includes this module uses a different part of it.
 #[allow(dead_code)]
 pub mod fake_api;
+#[allow(dead_code)]
+pub mod judging;
+#[allow(dead_code)]
+pub mod live;
