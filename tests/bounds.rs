@@ -308,9 +308,9 @@ fn with_many_lines(n: usize) -> podlife::observe::Timeline {
     tl
 }
 
-/// `log: {instance: last}` on 40 000 lines: a hang guard for the quadratic judging it had
-/// (8.75 s for 40 k lines; the bench `log_instance_last_40k` has the figure now). No timing is
-/// asserted: the test only has to finish, with the right verdicts.
+/// `log: {instance: last}` and `never` on a log mark, on 40 000 lines: a hang guard for the
+/// quadratic judging they had (8.75 s for 40 k lines; the bench `log_instance_last_40k` has the
+/// figure now). No timing is asserted: the test only has to finish, with the right verdicts.
 #[test]
 fn log_instance_last_on_many_lines_is_judged() {
     let tl = with_many_lines(40_000);
@@ -318,7 +318,9 @@ fn log_instance_last_on_many_lines_is_judged() {
     let suite = format!(
         "name: s\ncases:\n  - name: c\n    manifest: {}\n    expect:\n\
          \x20     - log: {{container: main, regex: '^line 39999$', instance: last, count: 1}}\n\
-         \x20     - log: {{container: main, regex: '^line 40000$', instance: last}}\n",
+         \x20     - log: {{container: main, regex: '^line 40000$', instance: last}}\n\
+         \x20     - never: {{mark: {{log: {{container: main, regex: '^line'}}}}, before: {{phase: Running}}}}\n\
+         \x20     - never: {{mark: {{log: {{container: main, regex: '^line 3999[0-9]$'}}}}}}\n",
         root()
             .join("tests/fixtures/recordings/restart-never-success/manifest.yaml")
             .display()
@@ -331,6 +333,9 @@ fn log_instance_last_on_many_lines_is_judged() {
     assert_eq!(v[0].outcome, Outcome::Pass, "{}", v[0].evidence);
     // A line that is not there fails on the same data.
     assert_eq!(v[1].outcome, Outcome::Fail, "{}", v[1].evidence);
+    // `never` sees every one of the 40 000 occurrences (in one pass, not one scan each).
+    assert_eq!(v[2].outcome, Outcome::Pass, "{}", v[2].evidence);
+    assert_eq!(v[3].outcome, Outcome::Fail, "{}", v[3].evidence);
 }
 
 /// Runs podlife with its stdout a pipe whose reading end is closed before podlife writes: every

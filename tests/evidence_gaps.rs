@@ -475,4 +475,5 @@ fn pass_and_undecided_only_is_an_undecided_case_everywhere() {
     assert!(!junit.contains("<failure"), "{junit}");
     let html = std::fs::read_to_string(run.join("index.html")).unwrap();
     assert!(html.contains("badge b-undecided"), "html has no undecided badge");
+    assert!(html.contains("<p class=\"why\">undecided: "), "html does not say why");
 }

@@ -3,7 +3,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::observe::{EventOccurrence, Gap, Instance, State, Timeline};
+use crate::observe::{EventOccurrence, Gap, Instance, LogLine, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 
@@ -291,35 +291,17 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             })
             .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
         MarkSpec::Log(l) => {
-            let re = matcher(l.text(), tl)?;
-            let inst = log_instances(tl, &l.container, l.instance);
-            let mut lines: Vec<_> = tl
-                .logs_of(&l.container, None)
-                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)) && re.is_match(&x.text))
-                .collect();
-            lines.sort_by_key(|x| x.time);
+            let (lines, label) = log_matches(l, tl)?;
             let line = l.occurrence.pick(&lines).ok_or_else(|| {
                 format!(
-                    "no {} log line {} in `{}`{} ({} matching)",
+                    "no {} log line {label} in `{}`{} ({} matching)",
                     l.occurrence,
-                    re.label(),
                     l.container,
                     l.instance,
                     lines.len()
                 )
             })?;
-            Ok(Hit::new(
-                line.time,
-                ZERO,
-                Clock::Node,
-                format!(
-                    "\"{}\" {} log {}#{}",
-                    line.text,
-                    hms(line.time),
-                    line.container,
-                    line.instance
-                ),
-            ))
+            Ok(log_hit(line))
         }
         MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) => {
             let first = matches!(spec, MarkSpec::FirstLogLine(_));
@@ -516,6 +498,39 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     }
 }
 
+/// The lines a `log` mark matches, in time order, and the matcher's label.
+fn log_matches<'a>(l: &LogMark, tl: &'a Timeline) -> Result<(Vec<&'a LogLine>, String), String> {
+    let re = matcher(l.text(), tl)?;
+    let inst = log_instances(tl, &l.container, l.instance);
+    let mut lines: Vec<&LogLine> = tl
+        .logs
+        .iter()
+        .filter(|x| {
+            x.container == l.container.as_str()
+                && inst.as_ref().is_none_or(|v| v.contains(&x.instance))
+                && re.is_match(&x.text)
+        })
+        .collect();
+    lines.sort_by_key(|x| x.time);
+    Ok((lines, re.label()))
+}
+
+/// A log line as a mark hit (CRI timestamp, node clock).
+fn log_hit(line: &LogLine) -> Hit {
+    Hit::new(
+        line.time,
+        ZERO,
+        Clock::Node,
+        format!(
+            "\"{}\" {} log {}#{}",
+            line.text,
+            hms(line.time),
+            line.container,
+            line.instance
+        ),
+    )
+}
+
 /// The timeline's event items an event mark matches, in receive order.
 fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccurrence>, String> {
     let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
@@ -585,11 +600,27 @@ pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
         out
     };
     let mut hits = match spec {
-        MarkSpec::Log(_) => with_occurrence(&|s, o| {
-            if let MarkSpec::Log(l) = s {
-                l.occurrence = o
+        // In one pass (resolving each occurrence on its own re-scanned every line: quadratic,
+        // minutes for a `never` on a chatty container), with what `resolve` would add: a gap
+        // of the log that starts before the line makes it uncertain.
+        MarkSpec::Log(l) => match log_matches(l, tl) {
+            Ok((lines, _)) => {
+                let gaps = if tl.gaps.is_empty() {
+                    vec![]
+                } else {
+                    hiding_gaps(spec, tl, None)
+                };
+                lines
+                    .into_iter()
+                    .map(|line| {
+                        let mut hit = log_hit(line);
+                        hit.uncertain = gaps.iter().find(|g| g.starts_before(hit.at)).map(|g| g.describe());
+                        hit
+                    })
+                    .collect()
             }
-        }),
+            Err(_) => vec![],
+        },
         // One hit per item: the repetitions an item stands for were all received at once, so
         // more hits would only repeat its time (and a count of 2^31 must not make 2^31 hits).
         MarkSpec::Event(e) => match event_items(e, tl) {

@@ -413,6 +413,9 @@ fn case(out: &mut String, c: &CaseReport) {
         }
         CaseStatus::Interrupted => out.push_str("<p class=\"why\">interrupted before it finished: no verdict</p>\n"),
         CaseStatus::NotRun => out.push_str("<p class=\"why\">not run: the run was interrupted first</p>\n"),
+        CaseStatus::Undecided => out.push_str(
+            "<p class=\"why\">undecided: no verdict failed, but evidence was lost where one could not be decided (see UNDECIDED below): not a pass, not a node failure</p>\n",
+        ),
         _ => {}
     }
     if let Some(a) = c.last() {
