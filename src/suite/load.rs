@@ -703,21 +703,8 @@ fn check_patch(
             refs.ctx.err(image, path, "the image is empty");
             continue;
         }
-        let mut unknown = BTreeSet::new();
-        find_templates(&serde_json::Value::String(image.value.clone()), images, &mut unknown);
-        if let Some(t) = unknown.into_iter().next() {
-            refs.ctx.err(
-                image,
-                path,
-                format!(
-                    "unknown template `${{{t}}}` (known: {})",
-                    images
-                        .keys()
-                        .map(|k| format!("${{image.{k}}}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            );
+        if let Some(e) = unknown_template(&serde_json::Value::String(image.value.clone()), images) {
+            refs.ctx.err(image, path, e);
         }
     }
 }
@@ -866,17 +853,8 @@ fn check_ephemeral(
     {
         return Err("an ephemeral container needs an `image`".into());
     }
-    let mut unknown = BTreeSet::new();
-    find_templates(v, images, &mut unknown);
-    if let Some(t) = unknown.into_iter().next() {
-        return Err(format!(
-            "unknown template `${{{t}}}` (known: {})",
-            images
-                .keys()
-                .map(|k| format!("${{image.{k}}}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    if let Some(e) = unknown_template(v, images) {
+        return Err(e);
     }
     let mut rendered = v.clone();
     substitute(&mut rendered, images);
@@ -993,17 +971,8 @@ fn check_pod(pod: &serde_json::Value, images: &BTreeMap<String, String>) -> Resu
             "expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`"
         ));
     }
-    let mut unknown = BTreeSet::new();
-    find_templates(pod, images, &mut unknown);
-    if let Some(t) = unknown.into_iter().next() {
-        return Err(format!(
-            "unknown template `${{{t}}}` (known: {})",
-            images
-                .keys()
-                .map(|k| format!("${{image.{k}}}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+    if let Some(e) = unknown_template(pod, images) {
+        return Err(e);
     }
     match obj.get("metadata").and_then(|m| m.get("name")) {
         None => return Err("the Pod has no `metadata.name`".into()),
@@ -1060,6 +1029,22 @@ fn dns1123_subdomain(n: &str) -> bool {
             let b = label.as_bytes();
             !b.is_empty() && b.iter().all(|&c| alnum(c) || c == b'-') && alnum(b[0]) && alnum(b[b.len() - 1])
         })
+}
+
+/// The first `${...}` template in `v` that is not a known image (`${image.<name>}` with `<name>`
+/// in `images`), as the error that lists the known ones.
+fn unknown_template(v: &serde_json::Value, images: &BTreeMap<String, String>) -> Option<String> {
+    let mut unknown = BTreeSet::new();
+    find_templates(v, images, &mut unknown);
+    let t = unknown.into_iter().next()?;
+    Some(format!(
+        "unknown template `${{{t}}}` (known: {})",
+        images
+            .keys()
+            .map(|k| format!("${{image.{k}}}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
 }
 
 fn find_templates(v: &serde_json::Value, images: &BTreeMap<String, String>, unknown: &mut BTreeSet<String>) {
