@@ -201,13 +201,19 @@ fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
     }
 }
 
+/// The first instance `r` selects: the one whose status times `containerStarted` and
+/// `containerTerminated` read.
+fn first_instance<'a>(tl: &'a Timeline, r: &'a ContainerInstanceRef) -> Result<&'a Instance, String> {
+    select_instances(tl, &r.container, r.instance)
+        .first()
+        .copied()
+        .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))
+}
+
 fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     match spec {
         MarkSpec::ContainerStarted(r) => {
-            let inst = select_instances(tl, &r.container, r.instance);
-            let i = inst
-                .first()
-                .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let i = first_instance(tl, r)?;
             let t = i
                 .started_at
                 .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
@@ -227,10 +233,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             .because(STATUS_CAUSE))
         }
         MarkSpec::ContainerTerminated(r) => {
-            let inst = select_instances(tl, &r.container, r.instance);
-            let i = inst
-                .first()
-                .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))?;
+            let i = first_instance(tl, r)?;
             let t = i
                 .finished_at
                 .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
