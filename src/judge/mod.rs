@@ -471,18 +471,19 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             }
         }
     }
+    // The selected instance's termination message: current state, else lastState.
+    let selected_message = || match c.instance {
+        InstanceSel::Nth(n) => instances
+            .iter()
+            .find(|i| i.instance == n)
+            .and_then(|i| i.message.clone()),
+        _ => match &st.state {
+            State::Terminated(t) => t.message.clone(),
+            _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
+        },
+    };
     if let Some(m) = &c.message {
-        // The selected instance's termination message: current state, else lastState.
-        let msg = match c.instance {
-            InstanceSel::Nth(n) => instances
-                .iter()
-                .find(|i| i.instance == n)
-                .and_then(|i| i.message.clone()),
-            _ => match &st.state {
-                State::Terminated(t) => t.message.clone(),
-                _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
-            },
-        };
+        let msg = selected_message();
         match compile(m, tl) {
             Ok(re) => {
                 let got = msg.unwrap_or_default();
@@ -495,16 +496,7 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         }
     }
     if let Some(want) = &c.message_equals {
-        let msg = match c.instance {
-            InstanceSel::Nth(n) => instances
-                .iter()
-                .find(|i| i.instance == n)
-                .and_then(|i| i.message.clone()),
-            _ => match &st.state {
-                State::Terminated(t) => t.message.clone(),
-                _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
-            },
-        };
+        let msg = selected_message();
         match want.expand(&|n| marks::template_value(tl, n)) {
             Ok(want) => {
                 let got = msg.unwrap_or_default();
