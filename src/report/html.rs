@@ -82,21 +82,8 @@ fn ordered(s: &RunSummary) -> Vec<&CaseReport> {
     v
 }
 
-fn status_name(st: CaseStatus) -> &'static str {
-    match st {
-        CaseStatus::Passed => "passed",
-        CaseStatus::Flaky => "flaky",
-        CaseStatus::Failed => "failed",
-        CaseStatus::Undecided => "undecided",
-        CaseStatus::Error => "error",
-        CaseStatus::Ignored => "ignored",
-        CaseStatus::Interrupted => "interrupted",
-        CaseStatus::NotRun => "not-run",
-    }
-}
-
 fn badge(st: CaseStatus) -> String {
-    let n = status_name(st);
+    let n = st.as_str();
     format!("<span class=\"badge b-{n}\">{}</span>", n.to_uppercase())
 }
 
@@ -362,7 +349,7 @@ fn outcome_tag(o: Outcome) -> (&'static str, &'static str) {
 }
 
 fn case(out: &mut String, c: &CaseReport) {
-    let st = status_name(c.status);
+    let st = c.status.as_str();
     let _ = writeln!(out, "<section class=\"case s-{st}\" id=\"{}\">", anchor(c));
     let _ = writeln!(
         out,
