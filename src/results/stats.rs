@@ -176,6 +176,24 @@ pub struct AreaResult {
     pub flaky_cases: Vec<String>,
 }
 
+impl AreaResult {
+    /// An area before any case is counted: nothing ran, so skipped.
+    fn empty(area: String) -> Self {
+        AreaResult {
+            area,
+            verdict: AreaVerdict::Skipped,
+            passed: 0,
+            failed: 0,
+            skipped: 0,
+            undecided: 0,
+            failing: vec![],
+            skip_reasons: vec![],
+            undecided_cases: vec![],
+            flaky_cases: vec![],
+        }
+    }
+}
+
 /// The area of a case: its suite's first tag, else the suite name.
 pub fn area_of(c: &CaseReport) -> String {
     c.tags.first().cloned().unwrap_or_else(|| c.suite.clone())
@@ -194,18 +212,7 @@ pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
     let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
     for c in cases {
         let area = area_of(c);
-        let r = areas.entry(area.clone()).or_insert_with(|| AreaResult {
-            area,
-            verdict: AreaVerdict::Skipped,
-            passed: 0,
-            failed: 0,
-            skipped: 0,
-            undecided: 0,
-            failing: vec![],
-            skip_reasons: vec![],
-            undecided_cases: vec![],
-            flaky_cases: vec![],
-        });
+        let r = areas.entry(area.clone()).or_insert_with(|| AreaResult::empty(area));
         match c.status {
             CaseStatus::Passed => r.passed += 1,
             CaseStatus::Flaky => {
@@ -417,16 +424,8 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::cluster::Fingerprint) -> Option<F
         for a in &all_areas {
             if !areas.iter().any(|r| &r.area == a) {
                 areas.push(AreaResult {
-                    area: a.clone(),
-                    verdict: AreaVerdict::Skipped,
-                    passed: 0,
-                    failed: 0,
-                    skipped: 0,
-                    undecided: 0,
-                    failing: vec![],
                     skip_reasons: vec!["no case ran on this node".into()],
-                    undecided_cases: vec![],
-                    flaky_cases: vec![],
+                    ..AreaResult::empty(a.clone())
                 });
             }
         }
