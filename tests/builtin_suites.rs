@@ -2,11 +2,14 @@
 //! (through the same replay path as `podlife run --replay`), and for each area a mutated
 //! expectation fails on the same recording.
 
+mod support;
+
 use std::path::PathBuf;
 
 use podlife::judge::Outcome;
 use podlife::results::AttemptStatus;
 use podlife::run::case::replay_case;
+use support::judging::mutated_case;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -71,22 +74,7 @@ fn every_recorded_case_passes_on_its_recording() {
 /// Replaces `from` by `to` once inside case `case` of `suite`, replays the case on its
 /// recording and returns the failing evidence.
 fn mutated(suite: &str, case: &str, from: &str, to: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(root().join("suites").join(suite)).unwrap();
-    let start = text
-        .find(&format!("  - name: {case}\n"))
-        .unwrap_or_else(|| panic!("no case {case}"));
-    let end = text[start + 10..]
-        .find("\n  - name: ")
-        .map_or(text.len(), |i| start + 10 + i);
-    let block = &text[start..end];
-    assert_eq!(block.matches(from).count(), 1, "`{from}` must occur once in {case}");
-    let mutated = format!("{}{}{}", &text[..start], block.replacen(from, to, 1), &text[end..]);
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
-    let path = dir.path().join(suite);
-    std::fs::write(&path, mutated).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
-    let c = suites[0].cases.iter().find(|c| c.name() == case).unwrap();
+    let c = &mutated_case(suite, case, from, to);
     let a = replay_case(c, &recordings().join(case));
     assert_eq!(
         a.status,

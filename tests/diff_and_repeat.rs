@@ -1,6 +1,8 @@
 //! `podlife diff` on report folders built from recordings, `--repeat` statistics on synthetic
 //! timelines, and the per-area certification summary.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -9,6 +11,7 @@ use podlife::observe::Recording;
 use podlife::results::stats::{self, AreaVerdict};
 use podlife::results::{Attempt, AttemptStatus, Cleanup};
 use podlife::results::{CaseReport, CaseStatus};
+use support::cli::diff;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -31,21 +34,6 @@ fn replay_run(dir: &Path) -> PathBuf {
         .map(|e| e.path())
         .find(|p| p.join("summary.json").is_file())
         .unwrap()
-}
-
-fn diff(before: &Path, after: &Path, extra: &[&str]) -> (i32, String) {
-    let out = Command::cargo_bin("podlife")
-        .unwrap()
-        .arg("diff")
-        .arg(before)
-        .arg(after)
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-    )
 }
 
 #[test]

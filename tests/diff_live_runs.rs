@@ -2,10 +2,12 @@
 //! 8o9vtjm0 with runc, 5oc60j0i with crun, both written by podlife before verdicts recorded
 //! their precision): noise is told from regression, and table, JSON, JUnit and exit code agree.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use serde_json::Value;
+use support::cli::diff;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -13,23 +15,6 @@ fn root() -> PathBuf {
 
 fn run_dir(id: &str) -> PathBuf {
     root().join("tests/fixtures/live-runs").join(id)
-}
-
-/// `podlife diff` from the project root (so the built-in suites describe the older reports).
-fn diff(before: &Path, after: &Path, extra: &[&str]) -> (i32, String) {
-    let out = Command::cargo_bin("podlife")
-        .unwrap()
-        .current_dir(root())
-        .arg("diff")
-        .arg(before)
-        .arg(after)
-        .args(extra)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap(),
-        String::from_utf8_lossy(&out.stdout).to_string(),
-    )
 }
 
 fn json(before: &Path, after: &Path) -> (i32, Value) {

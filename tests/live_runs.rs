@@ -2,11 +2,14 @@
 //! the conformant reference node (`tests/fixtures/live-runs/`, see its README) is re-judged with
 //! today's built-in suites and must pass — a conformant node passes every case.
 
+mod support;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use podlife::judge::{Outcome, judge_case};
 use podlife::observe::Timeline;
+use support::judging::mutated_case;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -319,22 +322,7 @@ fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
 /// Replaces `from` by `to` once inside case `case` of suite file `suite`, and judges the
 /// mutated case on the live timeline `file` of `run`: the failing or undecided evidence.
 fn mutated_on_live(suite: &str, case: &str, from: &str, to: &str, run: &str, file: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(root().join("suites").join(suite)).unwrap();
-    let start = text
-        .find(&format!("  - name: {case}\n"))
-        .unwrap_or_else(|| panic!("no case {case}"));
-    let end = text[start + 10..]
-        .find("\n  - name: ")
-        .map_or(text.len(), |i| start + 10 + i);
-    let block = &text[start..end];
-    assert_eq!(block.matches(from).count(), 1, "`{from}` must occur once in {case}");
-    let mutated = format!("{}{}{}", &text[..start], block.replacen(from, to, 1), &text[end..]);
-    let dir = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
-    let path = dir.path().join(std::path::Path::new(suite).file_name().unwrap());
-    std::fs::write(&path, mutated).unwrap();
-    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
-    let c = suites[0].cases.iter().find(|c| c.name() == case).unwrap();
+    let c = mutated_case(suite, case, from, to);
     let tl = timeline(run, file);
     judge_case(&c.spec, &tl)
         .into_iter()

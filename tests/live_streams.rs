@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use podlife::judge::Outcome;
-use podlife::observe::{EvidenceSource, Recording, Timeline};
+use podlife::observe::{EvidenceSource, Gap, Recording, Timeline};
 use podlife::results::{Attempt, CaseStatus};
 use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
 use support::live::{self, Env, env, recordings};
@@ -151,6 +151,18 @@ fn recorded_ticks(name: &str) -> Vec<u32> {
     ticks(&Recording::read(&recordings().join(name)).unwrap().timeline())
 }
 
+/// The gap `source` left in the timeline; it must say when it began and when it ended.
+#[track_caller]
+fn closed_gap(tl: &Timeline, source: EvidenceSource) -> &Gap {
+    let g = tl
+        .gaps
+        .iter()
+        .find(|g| g.source == source)
+        .unwrap_or_else(|| panic!("{source:?}"));
+    assert!(g.from.is_some() && g.to.is_some(), "{}", g.describe());
+    g
+}
+
 #[test]
 fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
     // 5 s without an API server (above the old ~4 s error budget), in the middle of the case.
@@ -160,12 +172,7 @@ fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
     never_failed_by_the_api(a);
     // Both watches were down and came back; the gaps say when.
     for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
-        let g = tl
-            .gaps
-            .iter()
-            .find(|g| g.source == source)
-            .unwrap_or_else(|| panic!("{source:?}"));
-        assert!(g.from.is_some() && g.to.is_some(), "{}", g.describe());
+        let g = closed_gap(tl, source);
         let down = g.to.unwrap().duration_since(g.from.unwrap()).as_secs_f64();
         assert!((4.0..9.0).contains(&down), "{}", g.describe());
     }
@@ -212,12 +219,7 @@ fn a_410_gone_after_an_outage_relists_without_duplicates_or_losses() {
         assert_eq!(gone, ["events", "pods"], "both watches resumed into a 410");
     }
     for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
-        let g = tl
-            .gaps
-            .iter()
-            .find(|g| g.source == source)
-            .unwrap_or_else(|| panic!("{source:?}"));
-        assert!(g.from.is_some() && g.to.is_some(), "{}", g.describe());
+        closed_gap(tl, source);
     }
     // No snapshot twice (the re-list re-delivers what was seen: deduplicated by version).
     let versions: Vec<&str> = tl

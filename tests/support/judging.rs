@@ -71,3 +71,26 @@ pub fn fails_with(v: &Verdict, measured: &str) {
         v.evidence
     );
 }
+
+/// Case `case` of the built-in suite file `suite` (a path under suites/) with `from` replaced by
+/// `to` once inside that case's block, which must hold `from` exactly once: a deliberately wrong
+/// expectation to judge on real data. The suite is loaded from a temporary folder in which
+/// `manifests/` is the project's.
+pub fn mutated_case(suite: &str, case: &str, from: &str, to: &str) -> LoadedCase {
+    let text = std::fs::read_to_string(root().join("suites").join(suite)).unwrap();
+    let start = text
+        .find(&format!("  - name: {case}\n"))
+        .unwrap_or_else(|| panic!("no case {case}"));
+    let end = text[start + 10..]
+        .find("\n  - name: ")
+        .map_or(text.len(), |i| start + 10 + i);
+    let block = &text[start..end];
+    assert_eq!(block.matches(from).count(), 1, "`{from}` must occur once in {case}");
+    let mutated = format!("{}{}{}", &text[..start], block.replacen(from, to, 1), &text[end..]);
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("manifests"), dir.path().join("manifests")).unwrap();
+    let path = dir.path().join(Path::new(suite).file_name().unwrap());
+    std::fs::write(&path, mutated).unwrap();
+    let suites = podlife::suite::load_suites(&[path]).unwrap_or_else(|e| panic!("{e:?}"));
+    suites[0].cases.iter().find(|c| c.name() == case).unwrap().clone()
+}

@@ -1,8 +1,10 @@
 //! Shared test support: the in-process fake API server (`fake_api::FakeState`), the live-run
-//! scaffolding around it (`live::Env`) and judging a suite on a real recording
-//! (`judging::judge`).
+//! scaffolding around it (`live::Env`), judging a suite on a real recording
+//! (`judging::judge`) and `podlife diff` as a user runs it (`cli::diff`).
 
 // Each test binary that includes this module uses a different part of it.
+#[allow(dead_code)]
+pub mod cli;
 #[allow(dead_code)]
 pub mod fake_api;
 #[allow(dead_code)]
