@@ -384,3 +384,31 @@ fn a_closed_stdout_ends_output_quietly() {
         assert_eq!(stderr, "", "{args:?}");
     }
 }
+
+/// `run` with a closed stdout: libtest-mimic's printer panics at its first line; podlife catches
+/// it, writes its reports and exits 1 with every case an error saying why (never 0: nothing was
+/// certified). `run --list` just ends.
+#[test]
+fn a_run_with_a_closed_stdout_reports_and_exits_1() {
+    let d = tempfile::tempdir().unwrap();
+    let reports = d.path().join("reports");
+    let reports_s = reports.display().to_string();
+    let args = [
+        "run",
+        "--replay",
+        "tests/fixtures/recordings",
+        "--reports",
+        reports_s.as_str(),
+        "restart-policy::restart-never-success",
+    ];
+    let (code, stderr) = with_closed_stdout(&args);
+    assert_eq!(code, Some(1), "{stderr}");
+    let run = std::fs::read_dir(&reports).unwrap().next().unwrap().unwrap().path();
+    let summary = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    assert!(
+        summary.contains("not run: the console output failed before the case started"),
+        "{summary}"
+    );
+    let (code, stderr) = with_closed_stdout(&["run", "--list"]);
+    assert_eq!(code, Some(0), "{stderr}");
+}

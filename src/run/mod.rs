@@ -161,7 +161,10 @@ pub fn list(opts: &RunOptions, suites: &[Suite]) -> ExitCode {
         .flat_map(|s| &s.cases)
         .map(|c| libtest_mimic::Trial::test(c.full_name(), || Ok(())))
         .collect();
-    let _ = libtest_mimic::run(&libtest_args(opts, 1), trials);
+    // A closed stdout (`run --list | head -1`) panics inside libtest-mimic's printer: quietly done.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        libtest_mimic::run(&libtest_args(opts, 1), trials)
+    }));
     ExitCode::SUCCESS
 }
 
@@ -631,8 +634,14 @@ pub fn execute(
         trials.push(trial);
     }
     lanes.start(rt, threads);
-    // The statuses decide the exit code, not libtest-mimic's conclusion.
-    let _ = libtest_mimic::run(&args, trials);
+    // The statuses decide the exit code, not libtest-mimic's conclusion. libtest-mimic's printer
+    // panics when stdout is closed (`podlife run | head`); its trials run in a scoped pool, so
+    // the panic only reaches us once every started case has finished and cleaned up: catch it,
+    // and go on to the sweep and the reports (stdout output is then dropped by `util::emit`).
+    let printed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| libtest_mimic::run(&args, trials)));
+    if printed.is_err() {
+        eprintln!("warning: the console output stopped (stdout closed?); the run went on, see the reports");
+    }
     let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
     let mut cases: Vec<CaseReport> = ignored_reports.into_iter().map(|(_, r)| r).collect();
     for (slot, base) in running {
@@ -640,8 +649,14 @@ pub fn execute(
             // Every trial that runs fills its slot, even on a panic; never drop a case silently.
             let mut r = base;
             r.status = CaseStatus::Error;
+            let why = if printed.is_err() {
+                // libtest-mimic stopped at its first line, before starting any trial.
+                "not run: the console output failed before the case started (stdout closed?)"
+            } else {
+                "podlife recorded no result for this case (a bug in podlife)"
+            };
             r.attempts = vec![Attempt {
-                error: Some("podlife recorded no result for this case (a bug in podlife)".into()),
+                error: Some(why.into()),
                 ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
             }];
             r
