@@ -934,24 +934,7 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         a.what,
         b.what
     );
-    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
-        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
-        let mut j = undecided(format!("{ev}; undecided: {why}"));
-        j.marks = vec![
-            MarkAt {
-                label: g.from.label(),
-                at: a.at,
-            },
-            MarkAt {
-                label: g.to.label(),
-                at: b.at,
-            },
-        ];
-        return j;
-    }
-    let mut j = if ok { pass(ev) } else { fail(ev) };
-    j.measured = vec![measured];
-    j.marks = vec![
+    let marks = vec![
         MarkAt {
             label: g.from.label(),
             at: a.at,
@@ -961,6 +944,15 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
             at: b.at,
         },
     ];
+    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
+        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
+        let mut j = undecided(format!("{ev}; undecided: {why}"));
+        j.marks = marks;
+        return j;
+    }
+    let mut j = if ok { pass(ev) } else { fail(ev) };
+    j.measured = vec![measured];
+    j.marks = marks;
     j
 }
 
