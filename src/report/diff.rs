@@ -480,7 +480,8 @@ pub fn diff(before: &RunSummary, after: &RunSummary, opts: &DiffOptions, defs: &
 }
 
 fn status_name(s: Option<CaseStatus>) -> String {
-    s.map(|s| format!("{s:?}").to_lowercase()).unwrap_or_else(|| "—".into())
+    // The same words as summary.json and the console (`not-run`, not the Debug name `notrun`).
+    s.map(|s| s.as_str().to_string()).unwrap_or_else(|| "—".into())
 }
 
 /// The human table: fingerprints side by side, then every case that changed.
@@ -625,6 +626,13 @@ pub fn render_junit(d: &DiffReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statuses_are_named_as_in_the_other_reports() {
+        assert_eq!(status_name(Some(CaseStatus::NotRun)), "not-run");
+        assert_eq!(status_name(Some(CaseStatus::Undecided)), "undecided");
+        assert_eq!(status_name(None), "—");
+    }
 
     fn stats(values: &[f64]) -> MeasureStats {
         let mut v = values.to_vec();
