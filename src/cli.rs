@@ -700,6 +700,14 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Ok(s) => s,
         Err(c) => return c,
     };
+    // What `diff` needs of the suites (tolerances, bounds), taken from the suites just loaded.
+    let defs = crate::report::diff::definitions(&suites);
+    let suites_label = args
+        .suites
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     // The run's own cases, judged with the current suites; a case the suites no longer have is said.
     let ran: std::collections::BTreeSet<String> = original.cases.iter().map(|c| c.case_name()).collect();
     let known: std::collections::BTreeSet<String> =
@@ -716,13 +724,8 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     suites.retain(|s| !s.cases.is_empty());
     if suites.is_empty() {
         eprintln!(
-            "error: none of the cases of run {} is in {}: nothing to re-judge",
+            "error: none of the cases of run {} is in {suites_label}: nothing to re-judge",
             original.run_id,
-            args.suites
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
         );
         return ExitCode::from(2);
     }
@@ -774,9 +777,6 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     }
     // The same defaults as `podlife diff`: the streams are the same, so timings move only
     // where a changed expectation measures something else.
-    let defs = suite::load_suites(&args.suites)
-        .map(|s| crate::report::diff::definitions(&s))
-        .unwrap_or_default();
     let d = crate::report::diff::diff(
         &original,
         &outcome.summary,
@@ -787,13 +787,8 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         &defs,
     );
     crate::outln!(
-        "re-judged run {} with {}: {} passed, {} failed, {} errors, {} ignored; against the original:",
+        "re-judged run {} with {suites_label}: {} passed, {} failed, {} errors, {} ignored; against the original:",
         original.run_id,
-        args.suites
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
         outcome.summary.passed + outcome.summary.flaky,
         outcome.summary.failed,
         outcome.summary.errors,
