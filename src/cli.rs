@@ -787,10 +787,11 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         &defs,
     );
     crate::outln!(
-        "re-judged run {} with {suites_label}: {} passed, {} failed, {} errors, {} ignored; against the original:",
+        "re-judged run {} with {suites_label}: {} passed, {} failed, {} undecided, {} errors, {} ignored; against the original:",
         original.run_id,
         outcome.summary.passed + outcome.summary.flaky,
         outcome.summary.failed,
+        outcome.summary.undecided,
         outcome.summary.errors,
         outcome.summary.ignored
     );

@@ -476,4 +476,20 @@ fn pass_and_undecided_only_is_an_undecided_case_everywhere() {
     let html = std::fs::read_to_string(run.join("index.html")).unwrap();
     assert!(html.contains("badge b-undecided"), "html has no undecided badge");
     assert!(html.contains("<p class=\"why\">undecided: "), "html does not say why");
+    // Re-judging the run says the same, and counts the undecided cases in its closing line.
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(root())
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .arg("rejudge")
+        .arg(&run)
+        .arg("--reports")
+        .arg(tmp.path().join("rejudged"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(": 0 passed, 0 failed, 2 undecided, 0 errors, 0 ignored;"),
+        "{stdout}"
+    );
 }
