@@ -543,19 +543,40 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
     if let Some(x) = &extracted {
         args.replay = Some(x.dir.clone());
     }
-    if args.suites.is_empty() {
-        // Reproducing a run means judging with the suites it ran, when it kept them.
-        args.suites = match &args.replay {
-            Some(dir) if crate::run::is_run_folder(dir) && dir.join("suites").is_dir() => {
-                eprintln!("replaying with the run's own suites: {}", dir.join("suites").display());
-                vec![dir.join("suites")]
+    // Reproducing a run means judging with the suites it ran, when it kept them whole. Bundles
+    // written before podlife copied `objects:` manifests hold suites that no longer load: those
+    // replay with the project's suites, as `rejudge` does, and say so.
+    let own = match &args.replay {
+        Some(dir) if args.suites.is_empty() && crate::run::is_run_folder(dir) && dir.join("suites").is_dir() => {
+            match suite::load_suites(&[dir.join("suites")]) {
+                Ok(s) => {
+                    eprintln!("replaying with the run's own suites (as the run had them)");
+                    args.suites = vec![dir.join("suites")];
+                    Some(s)
+                }
+                Err(errors) => {
+                    eprintln!(
+                        "warning: the run's own suites do not load ({} problem{}, first: {}); replaying with the suites in {}",
+                        errors.len(),
+                        plural(errors.len()),
+                        errors.first().map(|e| e.to_string()).unwrap_or_default(),
+                        PathBuf::from("suites").display()
+                    );
+                    None
+                }
             }
-            _ => vec![PathBuf::from("suites")],
-        };
-    }
-    let suites = match load_or_report(&args.suites) {
-        Ok(s) => s,
-        Err(c) => return c,
+        }
+        _ => None,
+    };
+    let suites = match own {
+        Some(s) => s,
+        None => {
+            args.suites = default_paths(std::mem::take(&mut args.suites));
+            match load_or_report(&args.suites) {
+                Ok(s) => s,
+                Err(c) => return c,
+            }
+        }
     };
     let known: std::collections::BTreeSet<&String> = suites
         .iter()

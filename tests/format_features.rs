@@ -472,6 +472,14 @@ fn ephemeral_timeline() -> Timeline {
         kind: WatchKind::Modified,
         pod: Box::new(eph_pod(rv, d)),
     };
+    // The pod as created (no status yet): the observation begins with it.
+    let mut created = eph_pod(0, None);
+    created.status = serde_json::from_value(serde_json::json!({"phase": "Pending", "qosClass": "BestEffort"})).unwrap();
+    obs.push(Input::Pod {
+        received: ts("2026-12-01T10:00:00.100Z"),
+        kind: WatchKind::Added,
+        pod: Box::new(created),
+    });
     obs.push(pod("2026-12-01T10:00:02Z", 1, None));
     obs.push(Input::Action(Action {
         kind: ActionKind::Ephemeral,
@@ -530,7 +538,7 @@ fn ephemeral_container_is_observed_as_a_container() {
          - log: {container: debugger, equals: polo, count: 3}\n\
          - order: [{action: {action: ephemeral}}, {containerSeen: {container: debugger, state: running}}]\n\
          - gap: {from: {action: {action: ephemeral}}, to: {firstLogLine: {container: debugger}}, max: 5s}\n\
-         - statuses: [Running]",
+         - statuses: [Pending, Running]",
     );
     for v in judge_case(&right.spec, &tl) {
         pass(&v);
@@ -646,11 +654,13 @@ fn rce_pod(phase: &str, main: Option<serde_json::Value>) -> k8s_openapi::api::co
             "creationTimestamp": "2026-12-01T10:00:00Z"},
         "spec": {"nodeName": "n", "restartPolicy": "Always",
             "containers": [{"name": "main", "image": "busybox:1.36", "command": ["/does-not-exist"]}]},
-        "status": {"phase": phase, "qosClass": "BestEffort",
-            "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Initialized", "status": "True"},
-                {"type": "ContainersReady", "status": "False"}, {"type": "Ready", "status": "False"}]}
+        "status": {"phase": phase, "qosClass": "BestEffort"}
     });
+    // Without a container status: the pod as created, before anyone wrote its status.
     if let Some(m) = main {
+        p["status"]["conditions"] = serde_json::json!([{"type": "PodScheduled", "status": "True"},
+            {"type": "Initialized", "status": "True"}, {"type": "ContainersReady", "status": "False"},
+            {"type": "Ready", "status": "False"}]);
         p["status"]["containerStatuses"] = serde_json::json!([m]);
     }
     serde_json::from_value(p).unwrap()

@@ -235,7 +235,9 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut o = opts(e.dir.path());
     o.cancel = Some(rx);
-    let body = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n");
+    let body = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
+        // Every step must fit in the case timeout (validate checks it).
+        .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(2500));
         tx.send(true).unwrap();
@@ -615,7 +617,9 @@ fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
     o.cancel = Some(rx);
     o.test_threads = 1;
     o.certify = true;
-    let slow = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n");
+    let slow = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
+        // Every step must fit in the case timeout (validate checks it).
+        .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
     let body = format!(
         "{slow}\n  - name: restart-never-success\n    manifest: REC/restart-never-success/manifest.yaml\n    expect:\n      - phase: Succeeded\n"
     );

@@ -426,3 +426,177 @@ fn wrong_expectations_still_fail_on_the_live_timelines() {
         );
     }
 }
+
+// ---- Live bundles of 2026-12-01-b: replayed whole, and held to kubectl's own STATUS column ----
+
+fn live_bundles() -> PathBuf {
+    root().join("tests/fixtures/live-bundles")
+}
+
+/// `(folder, bundle)` of every live bundle of 2026-12-01-b.
+fn bundles() -> Vec<(String, PathBuf)> {
+    let mut out = vec![];
+    for d in std::fs::read_dir(live_bundles()).unwrap() {
+        let d = d.unwrap().path();
+        if !d.is_dir() {
+            continue;
+        }
+        let bundle = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .find(|f| f.to_str().unwrap().ends_with(".tar.gz"))
+            .unwrap_or_else(|| panic!("{}: no bundle", d.display()));
+        out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
+    }
+    out.sort();
+    assert_eq!(out.len(), 9, "bundle fixtures changed");
+    out
+}
+
+/// Replays a bundle as a user would (`podlife run --replay BUNDLE`, from the project folder) and
+/// returns the new run folder and its summary.
+fn replay_bundle(bundle: &Path, reports: &Path) -> (PathBuf, serde_json::Value) {
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args(["run", "--quiet", "--replay"])
+        .arg(bundle)
+        .arg("--reports")
+        .arg(reports)
+        .output()
+        .unwrap();
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0 | 1)),
+        "{}: replay exited {code:?}: {}",
+        bundle.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = std::fs::read_dir(reports)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap_or_else(|| panic!("{}: no report folder", bundle.display()));
+    let summary = std::fs::read_to_string(run.join("summary.json")).unwrap();
+    (run, serde_json::from_str(&summary).unwrap())
+}
+
+/// Every bundle replays (the old ones hold suites that no longer load: they replay with the
+/// project's), and on the conformant node (A1–A4) no case fails or errors: what the old evidence
+/// cannot decide (a missed start, a wait cut short by the case timeout, a stalled kill tick) is
+/// undecided, and says why.
+#[test]
+fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
+    let mut problems = vec![];
+    for (folder, bundle) in bundles() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, summary) = replay_bundle(&bundle, tmp.path());
+        let cases = summary["cases"].as_array().unwrap();
+        assert!(!cases.is_empty(), "{folder}: no case replayed");
+        if !folder.starts_with('A') || folder.starts_with("A5") {
+            continue;
+        }
+        for c in cases {
+            let name = format!("{}::{}", c["suite"].as_str().unwrap(), c["case"].as_str().unwrap());
+            match c["status"].as_str().unwrap() {
+                "passed" => {}
+                "undecided" => {
+                    let verdicts: Vec<&serde_json::Value> = c["attempts"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .flat_map(|a| a["verdicts"].as_array().unwrap())
+                        .filter(|v| v["outcome"] == "undecided")
+                        .collect();
+                    if verdicts.is_empty() || verdicts.iter().any(|v| !v["evidence"].as_str().unwrap().contains("undecided")) {
+                        problems.push(format!("{folder} {name}: undecided without a reason"));
+                    }
+                }
+                other => problems.push(format!("{folder} {name}: {other}: {}", c["attempts"])),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `(READY, STATUS)` rows with consecutive repeats folded.
+fn fold(rows: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = vec![];
+    for r in rows {
+        if out.last() != Some(&r) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// kubectl's `get pods -A --watch --output-watch-events` rows per `(namespace, pod)`.
+fn kubectl_rows(path: &Path) -> std::collections::BTreeMap<(String, String), Vec<(String, String)>> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut rows: std::collections::BTreeMap<(String, String), Vec<(String, String)>> = Default::default();
+    for line in text.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // EVENT NAMESPACE NAME READY STATUS RESTARTS AGE (RESTARTS may read "1 (3s ago)").
+        if f.len() < 6 {
+            continue;
+        }
+        rows.entry((f[1].to_string(), f[2].to_string()))
+            .or_default()
+            .push((f[3].to_string(), f[4].to_string()));
+    }
+    rows.into_iter().map(|(k, v)| (k, fold(v))).collect()
+}
+
+/// For every pod of every full run, podlife's READY/STATUS lane (replayed from the raw recording)
+/// equals kubectl's own columns, watched beside the run: a prefix of kubectl's rows (kubectl goes
+/// on watching after podlife stops). A pod whose first versions podlife did not see (its watch
+/// started late) must show that as a pod-watch gap before its first row, and its rows must then
+/// be kubectl's from some later row on.
+#[test]
+fn the_replayed_status_lane_equals_kubectls_for_every_pod() {
+    let mut compared = 0;
+    let mut late = 0;
+    let mut problems = vec![];
+    for (folder, bundle) in bundles() {
+        let watch = bundle.parent().unwrap().join("kubectl-watch.txt.gz");
+        if !watch.is_file() {
+            continue;
+        }
+        let kubectl = kubectl_rows(&watch);
+        let tmp = tempfile::tempdir().unwrap();
+        let (run, _) = replay_bundle(&bundle, tmp.path());
+        for f in std::fs::read_dir(run.join("timelines")).unwrap() {
+            let f = f.unwrap().path();
+            let tl: Timeline = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let ours = fold(
+                tl.snapshots
+                    .iter()
+                    .map(|s| (s.ready_column.clone().unwrap(), s.status.clone().unwrap())),
+            );
+            let key = (tl.pod.namespace.clone(), tl.pod.name.clone());
+            let Some(theirs) = kubectl.get(&key) else {
+                problems.push(format!("{folder} {key:?}: not in kubectl's watch"));
+                continue;
+            };
+            compared += 1;
+            let first = tl.snapshots.first().map(|s| s.received);
+            let start_gap = tl.pod_gaps().any(|g| g.to.is_some() && g.to == first);
+            let at = (0..theirs.len()).find(|k| theirs[*k..].starts_with(&ours));
+            match at {
+                Some(0) => {}
+                Some(_) if start_gap => late += 1,
+                Some(k) => problems.push(format!(
+                    "{folder} {key:?}: podlife missed kubectl's first {k} rows without a gap: ours {ours:?}, kubectl {theirs:?}"
+                )),
+                None => problems.push(format!("{folder} {key:?}: ours {ours:?}, kubectl {theirs:?}")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // A1–A5: 117 + 117 + 234 + 117 + 117 pods; 20 of A1–A3's were first seen late.
+    assert!(compared >= 680, "compared only {compared} pods");
+    assert!(late >= 20, "only {late} late starts found");
+}

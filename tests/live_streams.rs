@@ -123,6 +123,7 @@ name: mock
 cases:
   - name: sigterm-handled
     manifest: REC/sigterm-handled/manifest.yaml
+    timeout: 180s   # both 60 s waits and the sleep must fit (validate checks it)
     steps:
       - waitFor: {until: {containerSeen: {container: main, state: running}}}
       - sleep: 8s

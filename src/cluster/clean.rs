@@ -118,7 +118,7 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         let api = CaseApi::new(client.clone(), &n.name).bounded(opts.request_timeout, None);
         async move {
             let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let r = api.delete_namespace(&n.uid, wait).await;
+            let r = api.delete_namespace(&n.uid, wait, std::time::Duration::ZERO).await;
             (n.name, r)
         }
     });

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -25,7 +25,7 @@ pub const SUITE_LABEL: &str = "podlife.dev/suite";
 /// The node an `--each-node` copy of a case was pinned to (when the name fits a label value).
 pub const NODE_LABEL: &str = "podlife.dev/node";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub const FIELD_MANAGER: &str = "podlife";
+pub const FIELD_MANAGER: &str = crate::observe::observer::OUR_FIELD_MANAGER;
 /// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
@@ -356,6 +356,9 @@ impl Cluster {
             ("get", "pods", Some("log")),
             ("list", "events", None),
             ("watch", "events", None),
+            // A new namespace is used only once its default ServiceAccount and root CA exist.
+            ("get", "serviceaccounts", None),
+            ("get", "configmaps", None),
         ];
         self.check_permissions(needed).await?;
         match Api::<Node>::all(self.client.clone()).list(&ListParams::default()).await {
@@ -642,6 +645,9 @@ pub struct CaseApi {
     cancel: Option<tokio::sync::watch::Receiver<bool>>,
     /// `--each-node`: the node the case is pinned to, labelled on its namespace.
     node: Option<String>,
+    /// When the latest request was sent: a step retried through an outage took effect with its
+    /// last try, and is recorded as sent then.
+    last_sent: Arc<std::sync::Mutex<Option<jiff::Timestamp>>>,
 }
 
 impl CaseApi {
@@ -653,7 +659,13 @@ impl CaseApi {
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             cancel: None,
             node: None,
+            last_sent: Arc::default(),
         }
+    }
+
+    /// When the latest request was sent (see `last_sent`).
+    pub fn last_sent(&self) -> Option<jiff::Timestamp> {
+        *self.last_sent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Labels the namespace with the node an `--each-node` copy runs on (`podlife.dev/node`),
@@ -695,6 +707,7 @@ impl CaseApi {
         request: impl std::future::Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, ClusterError> {
         self.count();
+        *self.last_sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(jiff::Timestamp::now());
         let mut limit = crate::util::after_tokio(self.request_timeout);
         if let Some(d) = deadline {
             limit = limit.min(d);
@@ -813,6 +826,62 @@ impl CaseApi {
         }
     }
 
+    /// Waits until the new namespace is usable as upstream's e2e framework waits for it: its
+    /// `default` ServiceAccount exists (else the API refuses the pod: "error looking up service
+    /// account", as when the controller-manager was down in an outage) and its `kube-root-ca.crt`
+    /// ConfigMap too (else the pod's token volume waits in ContainerCreating). Polled, within
+    /// `budget`, abandoned on cancellation.
+    pub async fn wait_namespace_ready(&self, budget: Duration) -> Result<(), ClusterError> {
+        let give_up = crate::util::after_tokio(budget);
+        let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
+        let cm = Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace);
+        let mut pause = Duration::from_millis(50);
+        let mut missing = vec![];
+        loop {
+            missing.clear();
+            let what = format!("get serviceaccount {}/default", self.namespace);
+            if !self.exists(&what, Some(give_up), sa.get_metadata_opt("default")).await? {
+                missing.push("ServiceAccount default");
+            }
+            let what = format!("get configmap {}/kube-root-ca.crt", self.namespace);
+            if !self.exists(&what, Some(give_up), cm.get_metadata_opt("kube-root-ca.crt")).await? {
+                missing.push("ConfigMap kube-root-ca.crt");
+            }
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if crate::util::after_tokio(pause) >= give_up {
+                return Err(ClusterError::Unavailable {
+                    what: format!("namespace {}", self.namespace),
+                    reason: format!(
+                        "{} not created within {} (is the controller-manager running?)",
+                        missing.join(" and "),
+                        crate::util::fmt_secs(budget.as_secs_f64())
+                    ),
+                });
+            }
+            if self.sleep_or_cancel(pause).await {
+                return Err(ClusterError::Interrupted);
+            }
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+
+    /// Whether a GET found its object; an unavailable API counts as "not yet" (the caller's
+    /// budget bounds the wait), other errors are errors.
+    async fn exists<T>(
+        &self,
+        what: &str,
+        deadline: Option<tokio::time::Instant>,
+        get: impl std::future::Future<Output = Result<Option<T>, kube::Error>>,
+    ) -> Result<bool, ClusterError> {
+        match self.call(what, deadline, true, get).await {
+            Ok(o) => Ok(o.is_some()),
+            Err(e) if e.is_transient() => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Server-side apply of the pod as an untyped object, so fields newer than our
     /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
     /// unavailable API.
@@ -854,17 +923,21 @@ impl CaseApi {
         Ok(name)
     }
 
-    /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name.
-    pub async fn patch_pod(&self, name: &str, patch: &serde_json::Value) -> Result<(), ClusterError> {
+    /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name. The same
+    /// patch twice is the same pod, so it is retried while the API is unavailable, within
+    /// `outage_budget`.
+    pub async fn patch_pod(
+        &self,
+        name: &str,
+        patch: &serde_json::Value,
+        outage_budget: Duration,
+    ) -> Result<(), ClusterError> {
         let what = format!("patch pod {}/{name}", self.namespace);
-        self.call(
-            &what,
-            None,
-            true,
-            self.pods()
-                .patch(name, &PatchParams::default(), &Patch::Strategic(patch)),
-        )
-        .await?;
+        let pods = self.pods();
+        let pp = PatchParams::default();
+        let patch = Patch::Strategic(patch);
+        self.retrying(outage_budget, || self.call(&what, None, true, pods.patch(name, &pp, &patch)))
+            .await?;
         Ok(())
     }
 
@@ -873,6 +946,19 @@ impl CaseApi {
     /// it), or `update`: the subresource read, the container appended, the list replaced (a PUT
     /// that carries the resourceVersion read, so a concurrent change is a 409, not lost).
     pub async fn add_ephemeral(
+        &self,
+        name: &str,
+        container: &serde_json::Value,
+        via: crate::suite::EphemeralVia,
+        outage_budget: Duration,
+    ) -> Result<(), ClusterError> {
+        // Retried while the API is unavailable: the patch adds the same container again (no
+        // change), and the update re-reads the list and appends only a container not there yet.
+        self.retrying(outage_budget, || self.add_ephemeral_once(name, container, via))
+            .await
+    }
+
+    async fn add_ephemeral_once(
         &self,
         name: &str,
         container: &serde_json::Value,
@@ -913,6 +999,10 @@ impl CaseApi {
                     *list = serde_json::json!([]);
                 }
                 if let Some(l) = list.as_array_mut() {
+                    // An earlier try whose answer was lost may have added it already.
+                    if l.iter().any(|c| c.get("name") == container.get("name")) {
+                        return Ok(());
+                    }
                     l.push(container.clone());
                 }
                 self.call(
@@ -927,8 +1017,10 @@ impl CaseApi {
         Ok(())
     }
 
-    /// Deletes the pod, optionally overriding the grace period.
-    pub async fn delete_pod(&self, name: &str, grace: Option<i64>) -> Result<(), ClusterError> {
+    /// Deletes the pod, optionally overriding the grace period. Retried while the API is
+    /// unavailable, within `outage_budget`: a DELETE whose answer was lost and that is sent again
+    /// finds the pod terminating (same grace, or the shorter) or gone (404, done).
+    pub async fn delete_pod(&self, name: &str, grace: Option<i64>, outage_budget: Duration) -> Result<(), ClusterError> {
         let mut dp = DeleteParams::background();
         if let Some(g) = grace {
             // `validate` keeps it within 0..=MAX_GRACE_SECONDS; saturate rather than wrap to 0 (which
@@ -936,7 +1028,11 @@ impl CaseApi {
             dp.grace_period_seconds = Some(u32::try_from(g.max(0)).unwrap_or(u32::MAX));
         }
         let what = format!("delete pod {}/{name}", self.namespace);
-        match self.call(&what, None, true, self.pods().delete(name, &dp)).await {
+        let pods = self.pods();
+        match self
+            .retrying(outage_budget, || self.call(&what, None, true, pods.delete(name, &dp)))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(ClusterError::Api { code: Some(404), .. }) => Ok(()),
             Err(e) => Err(e),
@@ -945,10 +1041,12 @@ impl CaseApi {
 
     /// Deletes the namespace this run created (the DELETE carries its UID as a precondition, so
     /// a namespace of the same name that is not ours is never touched) and waits until it is
-    /// gone. Everything, the DELETE included, ends by `wait`: while the API is unavailable the
-    /// request is retried until then. Returns false when the namespace is still there at the end.
-    pub async fn delete_namespace(&self, uid: &str, wait: Duration) -> Result<bool, ClusterError> {
-        let deadline = crate::util::after_tokio(wait);
+    /// gone. While the API is unavailable the DELETE is retried for up to `outage_budget` (or
+    /// `wait`, if longer): an API server restart must not leave the namespace behind. Once the
+    /// DELETE is accepted, waiting for the namespace to go ends by `wait`. Returns false when the
+    /// namespace is still there at the end.
+    pub async fn delete_namespace(&self, uid: &str, wait: Duration, outage_budget: Duration) -> Result<bool, ClusterError> {
+        let mut deadline = crate::util::after_tokio(wait.max(outage_budget));
         let api = Api::<Namespace>::all(self.client.clone());
         let mut dp = DeleteParams::background();
         dp.preconditions = Some(kube::api::Preconditions {
@@ -962,7 +1060,10 @@ impl CaseApi {
                 .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
                 .await
             {
-                Ok(_) => break,
+                Ok(_) => {
+                    deadline = crate::util::after_tokio(wait);
+                    break;
+                }
                 // Gone already, or replaced by a namespace that is not ours (UID precondition).
                 Err(ClusterError::Api {
                     code: Some(404 | 409), ..

@@ -50,6 +50,21 @@ impl Target {
         t
     }
 
+    /// `--node NAME` pinned the way `on_node` pins an `--each-node` copy: through the scheduler,
+    /// by the node's `kubernetes.io/hostname` label (found among `nodes`, the preflight's), so the
+    /// pod gets its `Scheduled` event, its unscheduled `Pending` and the capacity check. A node
+    /// without that label (or not listed) keeps `spec.nodeName`.
+    pub fn through_scheduler(&self, nodes: &[NodeInfo]) -> Target {
+        let Some(name) = &self.node else { return self.clone() };
+        match nodes.iter().find(|n| &n.name == name) {
+            Some(n) if n.hostname.is_some() => Target {
+                node: None,
+                ..self.on_node(n)
+            },
+            _ => self.clone(),
+        }
+    }
+
     /// Sets nodeName, merges nodeSelector and sets runtimeClassName in a pod manifest.
     pub fn apply(&self, pod: &mut serde_json::Value) {
         let Some(spec) = pod.get_mut("spec").and_then(|s| s.as_object_mut()) else {

@@ -9,6 +9,9 @@ use k8s_openapi::api::core::v1 as core;
 use super::timeline::*;
 use crate::suite::ContainerKind;
 
+/// The field manager of podlife's server-side applies (the pod, its objects).
+pub const OUR_FIELD_MANAGER: &str = "podlife";
+
 /// Watch event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WatchKind {
@@ -267,6 +270,9 @@ impl Observer {
                 self.last_rv = Some(self.last_rv.map_or(n, |l| l.max(n)));
             }
         }
+        if self.tl.stats.pod_watch_events == 1 {
+            self.missed_start(received, pod);
+        }
         self.update_info(pod);
         let mut snap = self.snapshot(received, kind, pod);
         let row = super::status::pod_row(&self.tl.pod, &snap);
@@ -279,6 +285,62 @@ impl Observer {
         if changed || kind == WatchKind::Deleted {
             self.tl.snapshots.push(snap);
         }
+    }
+
+    /// The first version of the pod seen should be the one created: no status beyond the API
+    /// server's own defaults (phase Pending, qosClass). When the scheduler (PodScheduled, nodeName
+    /// by binding) or the kubelet (conditions, startTime, container statuses: writes through a
+    /// subresource) had already written to it, the versions in between were never seen: that is
+    /// a gap in the pod watch from the create on, recorded so that no verdict is decided on the
+    /// missing start (a STATUS such as `Pending` may hide in it).
+    fn missed_start(&mut self, received: Timestamp, pod: &core::Pod) {
+        let mut writers: BTreeSet<String> = pod
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter(|m| m.subresource.as_deref().is_some_and(|s| !s.is_empty()))
+            .map(|m| {
+                format!(
+                    "{} ({})",
+                    m.manager.as_deref().unwrap_or("?"),
+                    m.subresource.as_deref().unwrap_or_default()
+                )
+            })
+            .collect();
+        if let Some(st) = &pod.status {
+            let written = [
+                ("conditions", st.conditions.as_ref().is_some_and(|c| !c.is_empty())),
+                ("startTime", st.start_time.is_some()),
+                ("hostIP", st.host_ip.is_some()),
+                (
+                    "containerStatuses",
+                    st.container_statuses.as_ref().is_some_and(|c| !c.is_empty())
+                        || st.init_container_statuses.as_ref().is_some_and(|c| !c.is_empty()),
+                ),
+            ];
+            writers.extend(written.iter().filter(|(_, w)| *w).map(|(f, _)| format!("status.{f}")));
+        }
+        if writers.is_empty() {
+            return;
+        }
+        let created = self
+            .tl
+            .actions
+            .iter()
+            .find(|a| a.kind == ActionKind::Apply)
+            .map(|a| a.sent);
+        self.tl.gaps.push(Gap {
+            source: EvidenceSource::PodWatch,
+            from: created,
+            to: Some(received),
+            clock: GapClock::Harness,
+            reason: format!(
+                "the pod's first versions were not seen: the first one seen (resourceVersion {}) already had {}",
+                pod.metadata.resource_version.as_deref().unwrap_or("?"),
+                writers.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        });
     }
 
     fn update_info(&mut self, pod: &core::Pod) {

@@ -87,6 +87,9 @@ pub struct RecordedOutcome {
     pub step_verdict: Option<serde_json::Value>,
     /// The pod the live observer watched (events of other objects are ignored, as live).
     pub pod: Option<String>,
+    /// When the recording was closed (after cleanup): the observation ended before it, so a
+    /// wait that needed longer than this could not have run its course.
+    pub closed: Option<Timestamp>,
 }
 
 #[derive(Deserialize)]
@@ -328,6 +331,8 @@ struct ActionLine {
     #[serde(default)]
     inputs: Option<u64>,
     #[serde(default)]
+    time: Option<Timestamp>,
+    #[serde(default)]
     pod: Option<String>,
     #[serde(default)]
     verdict: Option<serde_json::Value>,
@@ -365,7 +370,10 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
                 read.outcome.step_failure = Some(a.evidence.clone().unwrap_or_default());
                 read.outcome.step_verdict = a.verdict.clone();
             }
-            "recording-complete" => read.complete = Some(a.inputs.unwrap_or(0)),
+            "recording-complete" => {
+                read.complete = Some(a.inputs.unwrap_or(0));
+                read.outcome.closed = a.time;
+            }
             // Written when podlife crashed in the attempt; `recording-complete` follows it.
             "recording-aborted" => {}
             "observe" => read.outcome.pod = a.pod.clone(),

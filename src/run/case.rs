@@ -162,7 +162,10 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     }
     if let Some(v) = &o.step_verdict {
         return match serde_json::from_value::<Verdict>(v.clone()) {
-            Ok(v) => conclude(case, tl, Some(v), started, t0),
+            Ok(v) => {
+                let v = cut_short(case, &tl, v, o.closed);
+                conclude(case, tl, Some(v), started, t0)
+            }
             Err(e) => errored(
                 format!("{}: damaged recording: step verdict: {e}", dir.display()),
                 started,
@@ -177,6 +180,41 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     // The recording must have done what the steps say, or the verdicts would judge something else.
     let step_failure = objects_verdict(case, &tl).or_else(|| judge::steps_verdict(&case.spec, &tl));
     conclude(case, tl, step_failure, started, t0)
+}
+
+/// A recorded wait that timed out although the recording ended before that wait's timeout (as
+/// the case now gives it) could have run out was cut short by the recorded run's own case
+/// timeout (status-crashloop waited for restart 5 in a case that ended at 120 s): its failure
+/// says nothing about the node, so it is undecided. Live, `validate` keeps every wait within
+/// its case timeout.
+fn cut_short(case: &LoadedCase, tl: &Timeline, v: Verdict, closed: Option<Timestamp>) -> Verdict {
+    let created = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
+    let (Outcome::Fail, Some(closed), Some(created)) = (v.outcome, closed, created) else {
+        return v;
+    };
+    let lasted = closed.duration_since(created);
+    for s in &case.spec.steps {
+        let Step::WaitFor(w) = &s.value else { continue };
+        if judge::mark_occurred(&case.spec, &w.until, tl).is_ok() {
+            continue;
+        }
+        let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
+        let full = jiff::SignedDuration::try_from(timeout).unwrap_or(jiff::SignedDuration::MAX);
+        if lasted >= full {
+            return v;
+        }
+        return Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!(
+                "{}; undecided: the recording ends {} after the pod was created, before this wait's {} timeout could run out (the recorded run's case timeout cut it short)",
+                v.evidence,
+                crate::util::fmt_secs(lasted.as_secs_f64()),
+                crate::util::fmt_secs(timeout.as_secs_f64())
+            ),
+            ..v
+        };
+    }
+    v
 }
 
 /// A recording judged for a case with `objects` must have created each of them before the pod:
@@ -263,7 +301,7 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     if keep {
         attempt.cleanup.kept = true;
     } else {
-        match api.delete_namespace(&uid, env.cleanup_timeout).await {
+        match api.delete_namespace(&uid, env.cleanup_timeout, env.api_outage_budget).await {
             Ok(true) => attempt.cleanup.deleted = true,
             Ok(false) => {
                 attempt.cleanup.leftover = Some(format!(
@@ -341,6 +379,11 @@ async fn observe_case(
         Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
         Err(e) => return Err(Box::new((e.to_string(), None))),
     }
+    match api.wait_namespace_ready(env.api_outage_budget).await {
+        Ok(()) => {}
+        Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
+        Err(e) => return Err(Box::new((e.to_string(), None))),
+    }
     let mut pod = case.render_pod(&env.images);
     env.target.apply(&mut pod);
     let pod_name = pod
@@ -352,7 +395,10 @@ async fn observe_case(
     let mut tasks = Tasks::default();
     let budget = env.api_outage_budget;
     // Watches start before the apply so the first events are not missed.
-    tasks.spawn(streams::watch_pods(api.pods(), pod_name.clone(), tx.clone(), budget));
+    let (pod_listed, pod_watch_up) = tokio::sync::oneshot::channel();
+    tasks.spawn(streams::watch_pods(api.pods(), pod_name.clone(), tx.clone(), budget, pod_listed));
+    // The Event watch's first list returns every Event of the namespace, those written before
+    // it included: it need not be up before the pod is created.
     tasks.spawn(streams::watch_events(
         Api::<Event>::namespaced(api.client.clone(), &api.namespace),
         tx.clone(),
@@ -362,6 +408,37 @@ async fn observe_case(
     if let Some(rec) = recorder {
         rec.lock().expect("recorder").manifest(&pod);
         obs.set_tap(Recorder::tap(rec));
+    }
+    // The pod watch must be listening before the pod exists, or its first versions (Pending,
+    // the unscheduled pod) are never seen. Bounded: the watch gives up after the outage budget
+    // (its sender is then dropped), and a list that never answers by the request timeout.
+    let listening = tokio::select! {
+        r = tokio::time::timeout(budget.saturating_add(env.request_timeout), pod_watch_up) => {
+            matches!(r, Ok(Ok(())))
+        }
+        _ = cancel.wait_for(|v| *v) => {
+            tasks.abort_all();
+            return Ok(interrupted(started, t0, Some(obs.finish())));
+        }
+    };
+    if !listening {
+        tasks.abort_all();
+        // The watch says why it gave up (its last error); otherwise its list never answered.
+        let mut why = format!(
+            "the pod watch did not start within {}",
+            crate::util::fmt_secs(budget.saturating_add(env.request_timeout).as_secs_f64())
+        );
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                StreamMsg::Lost {
+                    source: EvidenceSource::PodWatch,
+                    reason,
+                } => why = reason,
+                StreamMsg::Input(i) => obs.push(i),
+                StreamMsg::Lost { .. } => {}
+            }
+        }
+        return Err(Box::new((format!("{why}; the pod was not created"), Some(obs.finish()))));
     }
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
@@ -418,7 +495,18 @@ async fn observe_case(
         let r = match &step.value {
             Step::WaitFor(w) => {
                 let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
-                let until = crate::util::after(timeout).min(deadline);
+                let own = crate::util::after(timeout);
+                let until = own.min(deadline);
+                // Name the limit that fires: the wait's own, or the case's (validate keeps the
+                // steps within the case timeout, but an outage can eat into it).
+                let limit = if deadline < own {
+                    format!(
+                        "the case timeout ({}) ended the wait",
+                        crate::util::fmt_secs(case.timeout.as_secs_f64())
+                    )
+                } else {
+                    format!("timed out after {}", crate::util::fmt_secs(timeout.as_secs_f64()))
+                };
                 let what = w.until.label();
                 loop_
                     .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| {
@@ -429,10 +517,7 @@ async fn observe_case(
                         (!reached).then(|| {
                             let tl = loop_.obs.timeline();
                             let why = judge::mark_occurred(&case.spec, &w.until, tl).err().unwrap_or_default();
-                            let evidence = format!(
-                                "steps[{i}] waitFor {what}: timed out after {}: {why}",
-                                crate::util::fmt_secs(timeout.as_secs_f64())
-                            );
+                            let evidence = format!("steps[{i}] waitFor {what}: {limit}: {why}");
                             wait_failed(case, &w.until, tl, evidence)
                         })
                     })
@@ -447,33 +532,36 @@ async fn observe_case(
             Step::Delete(d) => {
                 let grace = d.grace_period_seconds;
                 act(
+                    api,
                     &mut loop_.obs,
                     ActionKind::Delete,
                     grace,
                     None,
-                    api.delete_pod(&pod_name, grace),
+                    api.delete_pod(&pod_name, grace, env.api_outage_budget),
                 )
                 .await
             }
             Step::Ephemeral(e) => {
                 let container = case.ephemeral_body(e, &env.images);
                 act(
+                    api,
                     &mut loop_.obs,
                     ActionKind::Ephemeral,
                     None,
                     Some(format!("{} via {}", e.name(), e.via.as_str())),
-                    api.add_ephemeral(&pod_name, &container, e.via),
+                    api.add_ephemeral(&pod_name, &container, e.via, env.api_outage_budget),
                 )
                 .await
             }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);
                 act(
+                    api,
                     &mut loop_.obs,
                     ActionKind::Patch,
                     None,
                     Some(patch.to_string()),
-                    api.patch_pod(&pod_name, &patch),
+                    api.patch_pod(&pod_name, &patch, env.api_outage_budget),
                 )
                 .await
             }
@@ -568,16 +656,19 @@ struct Loop<'a> {
     pod_downtime: Duration,
 }
 
-/// Sends one of our requests and records it as an action: `sent` before, `done` after.
+/// Sends one of our requests and records it as an action: `sent` before its last try (a
+/// request retried through an outage took effect with it), `done` after.
 async fn act(
+    api: &CaseApi,
     obs: &mut Observer,
     kind: ActionKind,
     grace_period_seconds: Option<i64>,
     detail: Option<String>,
     request: impl std::future::Future<Output = Result<(), ClusterError>>,
 ) -> Result<Option<Verdict>, Stop> {
-    let sent = Timestamp::now();
+    let first = Timestamp::now();
     request.await?;
+    let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
     obs.push(Input::Action(Action {
         kind,
         sent,

@@ -179,6 +179,22 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     if let Some(ran) = opts.replay.as_deref().and_then(cases_of_run) {
         cases.retain(|(_, c)| ran.contains(&c.full_name()));
     }
+    // A filter that selects nothing is a typo, not a green run (nextest refuses it too): say so
+    // before anything touches the cluster.
+    if !opts.list && !cases.iter().any(|(_, c)| could_be_selected(&opts, c)) {
+        eprintln!(
+            "error: no case matches the filter{}{} ({} case{} known; `podlife list` lists them)",
+            opts.filter.as_deref().map(|f| format!(" `{f}`")).unwrap_or_default(),
+            if opts.skip.is_empty() {
+                String::new()
+            } else {
+                format!(" with --skip {}", opts.skip.join(", "))
+            },
+            cases.len(),
+            plural(cases.len())
+        );
+        return Err(ExitCode::from(2));
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -242,6 +258,38 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     // Do not block on streams that a stuck server keeps open.
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(outcome)
+}
+
+/// Whether libtest's filter (`FILTER`, `--exact`, `--skip`) can select this case, before the
+/// nodes of an `--each-node` run are known: a name of a node copy is `suite::case@node`, so a
+/// filter with an `@` selects the case when its part before the `@` ends (or, exact, is) its
+/// name. Case and suite names never contain `@`.
+fn could_be_selected(opts: &RunOptions, case: &LoadedCase) -> bool {
+    let plain = case.full_name();
+    let included = match opts.filter.as_deref() {
+        None => true,
+        Some(f) => match f.rsplit_once('@') {
+            Some((name, _)) if opts.exact => plain == name,
+            Some((name, _)) => plain.ends_with(name),
+            None if opts.exact => plain == f,
+            None => plain.contains(f),
+        },
+    };
+    // A skip names a node copy, or the case itself (then every copy of it).
+    let skipped = opts.skip.iter().any(|s| {
+        !s.contains('@') && if opts.exact { plain == *s } else { plain.contains(s.as_str()) }
+    });
+    included && !skipped
+}
+
+/// Whether the filter selects this case (or node copy of it, `name` = `suite::case@node`).
+fn selects(opts: &RunOptions, plain: &str, name: &str) -> bool {
+    let hit = |f: &str| if opts.exact { name == f || plain == f } else { name.contains(f) };
+    opts.filter.as_deref().is_none_or(hit) && !opts.skip.iter().any(|s| hit(s))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Why `run_live` stopped before running any case.
@@ -341,6 +389,9 @@ pub struct RunOutcome {
     pub any_failed: bool,
     /// What interrupted the run, if anything.
     pub interrupt: Option<Interrupt>,
+    /// The filter selected no case once the nodes were known (`x@node` naming no node): a usage
+    /// error, exit 2.
+    pub nothing_selected: bool,
 }
 
 impl RunOutcome {
@@ -349,6 +400,8 @@ impl RunOutcome {
     pub fn exit_code(&self) -> ExitCode {
         if let Some(i) = self.interrupt {
             ExitCode::from(i.exit_code)
+        } else if self.nothing_selected {
+            ExitCode::from(2)
         } else if self.summary.interrupted {
             ExitCode::from(130)
         } else if self.any_failed {
@@ -398,7 +451,7 @@ pub fn execute(
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let env = CaseEnv {
-        target: opts.target.clone(),
+        target: opts.target.through_scheduler(&fingerprint.nodes),
         run_id: run_id.clone(),
         images: opts.images.clone(),
         cleanup_timeout: opts.cleanup_timeout,
@@ -487,7 +540,7 @@ pub fn execute(
     };
     // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
     // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
-    let args = libtest_args(
+    let args = libtest_run_args(
         opts,
         if fleet.is_empty() {
             threads
@@ -536,8 +589,12 @@ pub fn execute(
         let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), server, &source);
         let name = crate::results::case_id(&case.suite, case.name(), node_name.as_deref());
         let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
-        let selected = !args.is_filtered_out(&probe);
-        let runs = selected && !args.is_ignored(&probe);
+        // podlife filters (libtest-mimic is given no filter): a filter naming the case selects
+        // each of its node copies, which libtest's own `--exact` would not.
+        if !selects(opts, &case.full_name(), &name) {
+            continue;
+        }
+        let runs = !args.is_ignored(&probe);
         let slots = slots.clone();
         let mut env = env.clone();
         if let Some(n) = &node {
@@ -572,7 +629,7 @@ pub fn execute(
             timeline_file: None,
             timeline: None,
         };
-        if selected && !runs {
+        if !runs {
             // libtest-mimic prints "ignored" without a reason; say why once, up front.
             if !opts.quiet {
                 eprintln!("ignored {}: {}", name, reason.as_deref().unwrap_or("ignored"));
@@ -633,6 +690,13 @@ pub fn execute(
         .with_ignored_flag(ignored);
         trials.push(trial);
     }
+    let nothing_selected = trials.is_empty();
+    if nothing_selected {
+        eprintln!(
+            "error: no case matches the filter {} on the nodes of this run",
+            opts.filter.as_deref().unwrap_or_default()
+        );
+    }
     lanes.start(rt, threads);
     // The statuses decide the exit code, not libtest-mimic's conclusion. libtest-mimic's printer
     // panics when stdout is closed (`podlife run | head`); its trials run in a scoped pool, so
@@ -685,6 +749,7 @@ pub fn execute(
             &handled,
             opts.cleanup_timeout,
             opts.request_timeout,
+            opts.api_outage_budget,
         )));
     }
     let interrupt = *interrupted_by.lock().expect("interrupt");
@@ -719,6 +784,7 @@ pub fn execute(
         summary,
         report_dir,
         interrupt,
+        nothing_selected,
     }
 }
 
@@ -815,15 +881,31 @@ async fn sweep(
     handled: &BTreeSet<String>,
     cleanup_timeout: Duration,
     request_timeout: Duration,
+    outage_budget: Duration,
 ) -> Vec<String> {
     let deadline = crate::util::after_tokio(cleanup_timeout);
     let mut todo = registered;
-    // Listing costs one request and finds a namespace whose create answer never reached us.
-    let list = tokio::time::timeout_at(
-        deadline.min(crate::util::after_tokio(request_timeout)),
-        crate::cluster::namespaces_labelled(&client, Some(run_id)),
-    )
-    .await;
+    // Listing costs one request and finds a namespace whose create answer never reached us. An
+    // API that is away (a restart) is waited for, within the outage budget.
+    let give_up = crate::util::after_tokio(outage_budget.max(cleanup_timeout));
+    let mut pause = Duration::from_millis(250);
+    let list = loop {
+        let r = tokio::time::timeout_at(
+            give_up.min(crate::util::after_tokio(request_timeout)),
+            crate::cluster::namespaces_labelled(&client, Some(run_id)),
+        )
+        .await;
+        let transient = match &r {
+            Ok(Err(e)) => e.is_transient(),
+            Err(_) => true,
+            Ok(Ok(_)) => false,
+        };
+        if !transient || crate::util::after_tokio(pause) >= give_up {
+            break r;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_secs(4));
+    };
     let mut leftovers = vec![];
     match list {
         Ok(Ok(found)) => {
@@ -844,7 +926,7 @@ async fn sweep(
         async move {
             let left = tokio::time::Instant::now();
             let wait = deadline.saturating_duration_since(left);
-            match api.delete_namespace(&uid, wait).await {
+            match api.delete_namespace(&uid, wait, outage_budget).await {
                 Ok(true) => None,
                 Ok(false) => Some(format!("namespace {ns} still terminating")),
                 Err(e) => Some(format!("namespace {ns}: {e}")),
@@ -913,6 +995,16 @@ fn libtest_args(opts: &RunOptions, threads: usize) -> libtest_mimic::Arguments {
     }
 }
 
+/// libtest-mimic's arguments for running trials podlife has already filtered (see `selects`).
+fn libtest_run_args(opts: &RunOptions, threads: usize) -> libtest_mimic::Arguments {
+    libtest_mimic::Arguments {
+        filter: None,
+        exact: false,
+        skip: vec![],
+        ..libtest_args(opts, threads)
+    }
+}
+
 /// A report folder of `podlife run` (`reports/<runid>`), as opposed to a folder of recordings
 /// named after cases (`tests/fixtures/recordings`).
 pub fn is_run_folder(dir: &std::path::Path) -> bool {
@@ -975,7 +1067,7 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
         }
     }
     for (_, case) in cases {
-        if !crate::cli::selected(&case.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip) {
+        if !could_be_selected(opts, case) {
             continue;
         }
         // The case's folder, and those of its --each-node copies (`…@<node>`).

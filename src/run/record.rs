@@ -391,6 +391,25 @@ pub fn write_run_files(
     )
 }
 
+/// Copies one file a suite references by a plain relative path to the same path under `dest`.
+fn copy_referenced(dest: &Path, suite: &Path, rel: &str, src: &Path) -> Result<(), String> {
+    let rel = Path::new(rel);
+    // Only paths that stay inside suites/ once copied (no absolute paths, no `..`).
+    if rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        return Err(format!(
+            "suite {}: `{}` not copied (not a plain relative path)",
+            suite.display(),
+            rel.display()
+        ));
+    }
+    let to = dest.join(rel);
+    to.parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| std::fs::copy(src, &to))
+        .map(|_| ())
+        .map_err(|e| format!("copying {}: {e}", src.display()))
+}
+
 /// Copies the suite files a run used (and the manifests they reference by relative path) into
 /// `<run>/suites/`, where the suite loader finds them again: a bundle then replays with exactly
 /// the suites the user ran. Returns problems as warnings; the recordings do not depend on it.
@@ -416,26 +435,13 @@ pub fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String
             continue;
         }
         for c in &s.cases {
-            let (Some(rel), Some(src)) = (c.spec.manifest.as_ref(), c.manifest_path.as_ref()) else {
-                continue;
-            };
-            let rel = Path::new(&rel.value);
-            // Only paths that stay inside suites/ once copied (no absolute paths, no `..`).
-            if rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-                warnings.push(format!(
-                    "suite {}: manifest `{}` not copied (not a plain relative path)",
-                    s.path.display(),
-                    rel.display()
-                ));
-                continue;
-            }
-            let to = dest.join(rel);
-            let r = to
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|_| std::fs::copy(src, &to));
-            if let Err(e) = r {
-                warnings.push(format!("copying manifest {}: {e}", src.display()));
+            // The pod's manifest and every object's: a bundle without them cannot be loaded.
+            let manifest = c.spec.manifest.as_ref().zip(c.manifest_path.as_ref());
+            let objects = c.spec.objects.iter().zip(c.objects.iter().map(|o| &o.path));
+            for (rel, src) in manifest.into_iter().chain(objects) {
+                if let Err(w) = copy_referenced(&dest, &s.path, &rel.value, src) {
+                    warnings.push(w);
+                }
             }
         }
     }

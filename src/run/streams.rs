@@ -19,7 +19,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, ListParams, LogParams, WatchEvent, WatchParams};
 use serde::de::DeserializeOwned;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::observe::{
@@ -197,6 +197,7 @@ type ToInput<K> = fn(Timestamp, WatchKind, K) -> Input;
 /// and re-listing after 410 Gone, until the receiver is dropped or the source has been down
 /// longer than `budget`. With `track_deletes`, an object seen before a re-list and absent from
 /// it is reported DELETED (a watch that re-lists does not replay deletions).
+#[allow(clippy::too_many_arguments)]
 async fn watch_source<K>(
     api: Api<K>,
     fields: Option<String>,
@@ -205,6 +206,7 @@ async fn watch_source<K>(
     budget: Duration,
     to_input: ToInput<K>,
     track_deletes: bool,
+    mut established: Option<oneshot::Sender<()>>,
 ) where
     K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
 {
@@ -240,6 +242,11 @@ async fn watch_source<K>(
             return;
         }
         outage.up();
+        // From the list's resourceVersion on, the watch below delivers every change: anything
+        // created after this moment is seen from its first version.
+        if let Some(e) = established.take() {
+            let _ = e.send(());
+        }
         let received = Timestamp::now();
         let listed: BTreeSet<String> = list.items.iter().map(name_of).collect();
         if track_deletes {
@@ -353,16 +360,38 @@ fn event_input(received: Timestamp, kind: WatchKind, event: Event) -> Input {
     }
 }
 
-/// The pod watch of a case (one pod, by name).
-pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration) {
+/// The pod watch of a case (one pod, by name). `established` fires once its first list has
+/// answered: create the pod only then, or its first versions may be missed (a watch spawned but
+/// not yet listing saw 20 of 468 live pods first as ContainerCreating).
+pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration, established: oneshot::Sender<()>) {
     let fields = Some(format!("metadata.name={name}"));
-    watch_source(api, fields, EvidenceSource::PodWatch, tx, budget, pod_input, true).await
+    watch_source(
+        api,
+        fields,
+        EvidenceSource::PodWatch,
+        tx,
+        budget,
+        pod_input,
+        true,
+        Some(established),
+    )
+    .await
 }
 
 /// The Event watch of a case namespace. A 403 (events forbidden) is a gap like any failure:
 /// retried within the budget (RBAC can lag behind an API server restart), then left open.
 pub async fn watch_events(api: Api<Event>, tx: Tx, budget: Duration) {
-    watch_source(api, None, EvidenceSource::Events, tx, budget, event_input, false).await
+    watch_source(
+        api,
+        None,
+        EvidenceSource::Events,
+        tx,
+        budget,
+        event_input,
+        false,
+        None,
+    )
+    .await
 }
 
 /// Reads `--timestamps` log lines from a byte stream: splits on `\n`, decodes invalid UTF-8

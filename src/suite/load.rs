@@ -606,6 +606,31 @@ fn load_case(
             Step::Ephemeral(_) => {}
         }
     }
+    // Steps run one after another inside the case timeout: a step that could still be waiting
+    // when the case timeout fires would be cut short by it, and its "timed out" would name a
+    // limit that never fired (status-crashloop waited "240s" in a 120s case).
+    let case_timeout = case.timeout.map(|d| d.0).unwrap_or(timeout);
+    let mut worst = std::time::Duration::ZERO;
+    for (i, s) in case.steps.iter().enumerate() {
+        let (took, what) = match &s.value {
+            Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
+            Step::Sleep(d) => (d.0, "sleep"),
+            _ => continue,
+        };
+        worst = worst.saturating_add(took);
+        if worst > case_timeout {
+            refs.ctx.err(
+                s,
+                format!("{p}.steps[{i}]"),
+                format!(
+                    "the steps up to this {what} may take {} but the case timeout is {}: raise the case's `timeout` (or the suite's `defaults.timeout`) to at least that, or shorten the steps",
+                    crate::util::fmt_secs(worst.as_secs_f64()),
+                    crate::util::fmt_secs(case_timeout.as_secs_f64())
+                ),
+            );
+            break;
+        }
+    }
     if case.expect.is_empty() {
         refs.ctx.err(
             &case.name,

@@ -270,6 +270,11 @@ pub struct FakeState {
     pub fail_apply: BTreeSet<String>,
     /// Namespace deletes never complete.
     pub stuck_namespaces: bool,
+    /// A created namespace's `default` ServiceAccount appears this long after the create (the
+    /// controller-manager's delay; default at once).
+    pub service_account_delay: Option<Duration>,
+    /// When each namespace's ServiceAccount appears.
+    service_account_at: BTreeMap<String, Instant>,
     /// End the first pod watch stream after this many events (tests resume).
     pub end_first_pod_watch_after: Option<usize>,
     /// Requests (`METHOD /path` prefixes) that are accepted and never answered.
@@ -573,8 +578,25 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     created: Timestamp::now().to_string(),
                 },
             );
+            let at = Instant::now() + s.service_account_delay.unwrap_or_default();
+            s.service_account_at.insert(name.clone(), at);
             let ns = &s.namespaces[&name];
             json_resp(201, ns_object(&name, ns, false))
+        }
+        ("GET", ["api", "v1", "namespaces", ns, kind @ ("serviceaccounts" | "configmaps"), name]) => {
+            let s = st.lock().unwrap();
+            let ready = match *kind {
+                "serviceaccounts" => *name == "default" && s.service_account_at.get(*ns).is_none_or(|t| *t <= Instant::now()),
+                _ => *name == "kube-root-ca.crt",
+            };
+            if s.namespace_exists(ns) && ready {
+                json_resp(
+                    200,
+                    json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": {"name": name, "namespace": ns}}),
+                )
+            } else {
+                status(404, "NotFound", &format!("{kind} \"{name}\" not found"))
+            }
         }
         ("GET", ["api", "v1", "namespaces", name]) => {
             let s = st.lock().unwrap();
