@@ -220,6 +220,12 @@ const CASES: &[(&str, Option<&str>)] = &[
     ),
     // Cross-field checks.
     (
+        "step-longer-than-case.yaml",
+        Some(
+            "tests/malformed/step-longer-than-case.yaml:8:9: cases[0].steps[0]: the steps up to this waitFor timeout may take 240s but the case timeout is 120s: raise the case's `timeout` (or the suite's `defaults.timeout`) to at least that, or shorten the steps",
+        ),
+    ),
+    (
         "gap-no-bounds.yaml",
         Some(
             "tests/malformed/gap-no-bounds.yaml:6:9: cases[0].expect[0].gap: a gap needs `target` (± `tolerance`) or `min`/`max`",

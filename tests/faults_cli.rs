@@ -242,3 +242,44 @@ fn sigterm_stops_the_run_with_143() {
         "{stderr}"
     );
 }
+
+/// A filter that selects no case is a typo, not a green run: exit 2 before anything touches the
+/// cluster (the kubeconfig here points nowhere), as nextest refuses to run no test. Live, `run
+/// status-container-creating --exact` ran 0 cases and said "test result: ok".
+#[test]
+fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
+    // (A filter naming a node copy, `suite::case@node`, is checked once the nodes are known.)
+    for filter in [&["restart-never-success", "--exact"][..], &["no-such-case"]] {
+        let out = Command::new(env!("CARGO_BIN_EXE_podlife"))
+            .current_dir(d.path())
+            .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
+            .args(["--suites", &suite.display().to_string()])
+            .args(filter)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{filter:?}: {stderr}");
+        assert!(stderr.contains("no case matches the filter"), "{filter:?}: {stderr}");
+        assert!(
+            !stderr.contains("no cluster"),
+            "{filter:?} touched the cluster: {stderr}"
+        );
+    }
+    // The exact name of the case, and of a node copy of it, do select it (and then need a cluster).
+    for filter in [
+        &["mock::restart-never-success", "--exact"][..],
+        &["mock::restart-never-success@vm", "--exact"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_podlife"))
+            .current_dir(d.path())
+            .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
+            .args(["--suites", &suite.display().to_string()])
+            .args(filter)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("no case matches"), "{filter:?}: {stderr}");
+    }
+}

@@ -566,3 +566,44 @@ fn an_unpinned_run_scattered_over_nodes_says_so() {
     assert!(unpinned.summary.cases.iter().all(|c| c.node.as_deref() == Some("vm")));
     assert_eq!(podlife::report::scattered(&unpinned.summary), None);
 }
+
+/// `--node NAME` pins like `--each-node` does, through the scheduler: a nodeSelector on the
+/// node's hostname label, never `spec.nodeName` (which bypasses the scheduler: no `Scheduled`
+/// event, no unscheduled `Pending`, no capacity check; live run A1 failed on it).
+#[test]
+fn node_pins_through_the_scheduler_by_hostname() {
+    let mut nodes = fleet();
+    // A hostname label that differs from the node name: the label is what is pinned on.
+    nodes[2].labels.insert("kubernetes.io/hostname".into(), "host-b".into());
+    let e = env(nodes);
+    let mut o = opts(e.dir.path());
+    o.target.each_node = false;
+    o.target.node = Some("node-b".into());
+    let out = run(&e, &o);
+    assert!(
+        out.summary
+            .cases
+            .iter()
+            .all(|c| c.status == podlife::results::CaseStatus::Passed
+                || c.status == podlife::results::CaseStatus::Failed)
+    );
+    let f = e.fake.lock().unwrap();
+    assert!(!f.applied.is_empty());
+    for (name, pod) in &f.applied {
+        assert_eq!(
+            pod.pointer("/spec/nodeSelector/kubernetes.io~1hostname")
+                .and_then(|v| v.as_str()),
+            Some("host-b"),
+            "{name}: {pod}"
+        );
+        assert!(
+            pod.pointer("/spec/nodeName").is_none(),
+            "{name}: pinned by nodeName: {pod}"
+        );
+    }
+    assert!(
+        f.placed.iter().all(|(_, _, n)| n.as_deref() == Some("node-b")),
+        "{:?}",
+        f.placed
+    );
+}

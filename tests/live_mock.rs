@@ -235,7 +235,8 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
     let (tx, rx) = tokio::sync::watch::channel(false);
     let mut o = opts(e.dir.path());
     o.cancel = Some(rx);
-    let body = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
+    let body = SIGTERM_HANDLED
+        .replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
         // Every step must fit in the case timeout (validate checks it).
         .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
     std::thread::spawn(move || {
@@ -617,7 +618,8 @@ fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
     o.cancel = Some(rx);
     o.test_threads = 1;
     o.certify = true;
-    let slow = SIGTERM_HANDLED.replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
+    let slow = SIGTERM_HANDLED
+        .replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
         // Every step must fit in the case timeout (validate checks it).
         .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
     let body = format!(
@@ -915,4 +917,116 @@ cases:
     let cases = suite(e.dir.path(), body);
     let a = podlife::run::case::replay_case(&cases[0].1, &rec);
     assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+}
+
+/// The pod watch must be listening before the pod exists: its first list answers before the
+/// apply is sent (live, a watch spawned but not yet listing missed the start of 20 of 468 pods).
+#[test]
+fn the_pod_watch_lists_before_the_pod_is_created() {
+    let e = env(|_| {});
+    run_passing(&e, NEVER_SUCCESS);
+    let f = e.fake.lock().unwrap();
+    let list = f
+        .requests
+        .iter()
+        .position(|r| r.starts_with("GET /api/v1/namespaces/") && r.contains("/pods?") && !r.contains("watch=true"))
+        .unwrap_or_else(|| panic!("no pod list: {:#?}", f.requests));
+    let apply = f
+        .requests
+        .iter()
+        .position(|r| r.starts_with("PATCH /api/v1/namespaces/") && r.contains("/pods/"))
+        .unwrap();
+    assert!(list < apply, "{:#?}", f.requests);
+}
+
+/// A new namespace is used once its default ServiceAccount exists (the controller-manager
+/// creates it; during an outage it could not, and the pod was refused: "error looking up service
+/// account"). The case waits for it within the outage budget and passes.
+#[test]
+fn a_case_waits_for_the_namespaces_default_service_account() {
+    let e = env(|f| f.service_account_delay = Some(Duration::from_millis(1500)));
+    run_passing(&e, NEVER_SUCCESS);
+    let f = e.fake.lock().unwrap();
+    let polls = f.count("/serviceaccounts/default");
+    assert!(polls >= 2, "never waited: {:#?}", f.requests);
+    let sa_ok = f
+        .requests
+        .iter()
+        .rposition(|r| r.contains("/serviceaccounts/default"))
+        .unwrap();
+    let apply = f
+        .requests
+        .iter()
+        .position(|r| r.starts_with("PATCH /api/v1/namespaces/") && r.contains("/pods/"))
+        .unwrap();
+    assert!(sa_ok < apply, "{:#?}", f.requests);
+}
+
+/// ... and a ServiceAccount that never comes errors the case (not a node failure) and leaks
+/// nothing.
+#[test]
+fn a_service_account_that_never_comes_errors_the_case() {
+    let e = env(|f| f.service_account_delay = Some(Duration::from_secs(600)));
+    let mut o = opts(e.dir.path());
+    o.api_outage_budget = Duration::from_secs(1);
+    let out = run(&e, &o, NEVER_SUCCESS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error);
+    let err = c.last().unwrap().error.clone().unwrap();
+    assert!(err.contains("ServiceAccount default not created"), "{err}");
+    assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
+    assert_eq!(
+        e.fake.lock().unwrap().count("PATCH /api/v1/namespaces/"),
+        0,
+        "the pod was applied"
+    );
+}
+
+/// A step request (here the pod DELETE) sent while the API server restarts is retried within
+/// the outage budget instead of erroring the case (live run F1: `delete pod: client error
+/// (Connect)`), and the action is recorded as sent with the try that took effect.
+#[test]
+fn a_delete_step_during_an_outage_is_retried() {
+    let e = env(|f| {
+        f.outage_on = Some((
+            "DELETE /api/v1/namespaces/podlife-testrun1-mock-sigterm-handled/pods/".into(),
+            Duration::from_secs(2),
+        ))
+    });
+    let body = SIGTERM_HANDLED
+        .replace("      - event: {reason: Killing, container: main, count: 1}\n", "")
+        .replace(
+            "      - order: [{action: {action: delete}}, {event: {reason: Killing}}, podGone]\n",
+            "",
+        );
+    let out = run_bounded(&e, &opts(e.dir.path()), &body, Duration::from_secs(120));
+    let c = &out.summary.cases[0];
+    let a = c.last().unwrap();
+    assert_ne!(a.status, AttemptStatus::Error, "{:#?}", a);
+    let f = e.fake.lock().unwrap();
+    assert!(f.refused >= 1, "no outage: {:#?}", f.requests);
+    assert!(!f.delete_graces.is_empty(), "{:#?}", f.requests);
+    let tl = a.timeline.as_ref().unwrap();
+    let del = tl
+        .actions
+        .iter()
+        .find(|x| x.kind == podlife::observe::ActionKind::Delete)
+        .unwrap();
+    assert!(del.done.unwrap() >= del.sent);
+}
+
+/// The namespace DELETE is retried through an outage longer than `--cleanup-timeout`, within
+/// `--api-outage-budget` (live run F1 left 4 namespaces: `delete namespace: client error
+/// (Connect)`).
+#[test]
+fn cleanup_outlasts_an_outage_longer_than_the_cleanup_timeout_within_the_budget() {
+    let e = env(|f| f.outage_on = Some(("DELETE /api/v1/namespaces/".into(), Duration::from_secs(3))));
+    let mut o = opts(e.dir.path());
+    o.cleanup_timeout = Duration::from_secs(1);
+    o.api_outage_budget = Duration::from_secs(30);
+    let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(120));
+    let a = out.summary.cases[0].last().unwrap();
+    assert!(a.cleanup.deleted, "{:?}", a.cleanup);
+    assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
+    assert!(e.fake.lock().unwrap().refused >= 2);
 }

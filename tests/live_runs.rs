@@ -508,7 +508,11 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
                         .flat_map(|a| a["verdicts"].as_array().unwrap())
                         .filter(|v| v["outcome"] == "undecided")
                         .collect();
-                    if verdicts.is_empty() || verdicts.iter().any(|v| !v["evidence"].as_str().unwrap().contains("undecided")) {
+                    if verdicts.is_empty()
+                        || verdicts
+                            .iter()
+                            .any(|v| !v["evidence"].as_str().unwrap().contains("undecided"))
+                    {
                         problems.push(format!("{folder} {name}: undecided without a reason"));
                     }
                 }

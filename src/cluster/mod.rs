@@ -840,11 +840,17 @@ impl CaseApi {
         loop {
             missing.clear();
             let what = format!("get serviceaccount {}/default", self.namespace);
-            if !self.exists(&what, Some(give_up), sa.get_metadata_opt("default")).await? {
+            if !self
+                .exists(&what, Some(give_up), sa.get_metadata_opt("default"))
+                .await?
+            {
                 missing.push("ServiceAccount default");
             }
             let what = format!("get configmap {}/kube-root-ca.crt", self.namespace);
-            if !self.exists(&what, Some(give_up), cm.get_metadata_opt("kube-root-ca.crt")).await? {
+            if !self
+                .exists(&what, Some(give_up), cm.get_metadata_opt("kube-root-ca.crt"))
+                .await?
+            {
                 missing.push("ConfigMap kube-root-ca.crt");
             }
             if missing.is_empty() {
@@ -936,8 +942,10 @@ impl CaseApi {
         let pods = self.pods();
         let pp = PatchParams::default();
         let patch = Patch::Strategic(patch);
-        self.retrying(outage_budget, || self.call(&what, None, true, pods.patch(name, &pp, &patch)))
-            .await?;
+        self.retrying(outage_budget, || {
+            self.call(&what, None, true, pods.patch(name, &pp, &patch))
+        })
+        .await?;
         Ok(())
     }
 
@@ -1020,7 +1028,12 @@ impl CaseApi {
     /// Deletes the pod, optionally overriding the grace period. Retried while the API is
     /// unavailable, within `outage_budget`: a DELETE whose answer was lost and that is sent again
     /// finds the pod terminating (same grace, or the shorter) or gone (404, done).
-    pub async fn delete_pod(&self, name: &str, grace: Option<i64>, outage_budget: Duration) -> Result<(), ClusterError> {
+    pub async fn delete_pod(
+        &self,
+        name: &str,
+        grace: Option<i64>,
+        outage_budget: Duration,
+    ) -> Result<(), ClusterError> {
         let mut dp = DeleteParams::background();
         if let Some(g) = grace {
             // `validate` keeps it within 0..=MAX_GRACE_SECONDS; saturate rather than wrap to 0 (which
@@ -1045,7 +1058,12 @@ impl CaseApi {
     /// `wait`, if longer): an API server restart must not leave the namespace behind. Once the
     /// DELETE is accepted, waiting for the namespace to go ends by `wait`. Returns false when the
     /// namespace is still there at the end.
-    pub async fn delete_namespace(&self, uid: &str, wait: Duration, outage_budget: Duration) -> Result<bool, ClusterError> {
+    pub async fn delete_namespace(
+        &self,
+        uid: &str,
+        wait: Duration,
+        outage_budget: Duration,
+    ) -> Result<bool, ClusterError> {
         let mut deadline = crate::util::after_tokio(wait.max(outage_budget));
         let api = Api::<Namespace>::all(self.client.clone());
         let mut dp = DeleteParams::background();

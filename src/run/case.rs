@@ -301,7 +301,10 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     if keep {
         attempt.cleanup.kept = true;
     } else {
-        match api.delete_namespace(&uid, env.cleanup_timeout, env.api_outage_budget).await {
+        match api
+            .delete_namespace(&uid, env.cleanup_timeout, env.api_outage_budget)
+            .await
+        {
             Ok(true) => attempt.cleanup.deleted = true,
             Ok(false) => {
                 attempt.cleanup.leftover = Some(format!(
@@ -396,7 +399,13 @@ async fn observe_case(
     let budget = env.api_outage_budget;
     // Watches start before the apply so the first events are not missed.
     let (pod_listed, pod_watch_up) = tokio::sync::oneshot::channel();
-    tasks.spawn(streams::watch_pods(api.pods(), pod_name.clone(), tx.clone(), budget, pod_listed));
+    tasks.spawn(streams::watch_pods(
+        api.pods(),
+        pod_name.clone(),
+        tx.clone(),
+        budget,
+        pod_listed,
+    ));
     // The Event watch's first list returns every Event of the namespace, those written before
     // it included: it need not be up before the pod is created.
     tasks.spawn(streams::watch_events(
@@ -438,7 +447,10 @@ async fn observe_case(
                 StreamMsg::Lost { .. } => {}
             }
         }
-        return Err(Box::new((format!("{why}; the pod was not created"), Some(obs.finish()))));
+        return Err(Box::new((
+            format!("{why}; the pod was not created"),
+            Some(obs.finish()),
+        )));
     }
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may

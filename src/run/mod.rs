@@ -277,14 +277,25 @@ fn could_be_selected(opts: &RunOptions, case: &LoadedCase) -> bool {
     };
     // A skip names a node copy, or the case itself (then every copy of it).
     let skipped = opts.skip.iter().any(|s| {
-        !s.contains('@') && if opts.exact { plain == *s } else { plain.contains(s.as_str()) }
+        !s.contains('@')
+            && if opts.exact {
+                plain == *s
+            } else {
+                plain.contains(s.as_str())
+            }
     });
     included && !skipped
 }
 
 /// Whether the filter selects this case (or node copy of it, `name` = `suite::case@node`).
 fn selects(opts: &RunOptions, plain: &str, name: &str) -> bool {
-    let hit = |f: &str| if opts.exact { name == f || plain == f } else { name.contains(f) };
+    let hit = |f: &str| {
+        if opts.exact {
+            name == f || plain == f
+        } else {
+            name.contains(f)
+        }
+    };
     opts.filter.as_deref().is_none_or(hit) && !opts.skip.iter().any(|s| hit(s))
 }
 

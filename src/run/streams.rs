@@ -381,17 +381,7 @@ pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration, e
 /// The Event watch of a case namespace. A 403 (events forbidden) is a gap like any failure:
 /// retried within the budget (RBAC can lag behind an API server restart), then left open.
 pub async fn watch_events(api: Api<Event>, tx: Tx, budget: Duration) {
-    watch_source(
-        api,
-        None,
-        EvidenceSource::Events,
-        tx,
-        budget,
-        event_input,
-        false,
-        None,
-    )
-    .await
+    watch_source(api, None, EvidenceSource::Events, tx, budget, event_input, false, None).await
 }
 
 /// Reads `--timestamps` log lines from a byte stream: splits on `\n`, decodes invalid UTF-8

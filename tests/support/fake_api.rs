@@ -583,10 +583,22 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             let ns = &s.namespaces[&name];
             json_resp(201, ns_object(&name, ns, false))
         }
-        ("GET", ["api", "v1", "namespaces", ns, kind @ ("serviceaccounts" | "configmaps"), name]) => {
+        (
+            "GET",
+            [
+                "api",
+                "v1",
+                "namespaces",
+                ns,
+                kind @ ("serviceaccounts" | "configmaps"),
+                name,
+            ],
+        ) => {
             let s = st.lock().unwrap();
             let ready = match *kind {
-                "serviceaccounts" => *name == "default" && s.service_account_at.get(*ns).is_none_or(|t| *t <= Instant::now()),
+                "serviceaccounts" => {
+                    *name == "default" && s.service_account_at.get(*ns).is_none_or(|t| *t <= Instant::now())
+                }
                 _ => *name == "kube-root-ca.crt",
             };
             if s.namespace_exists(ns) && ready {
