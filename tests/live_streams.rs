@@ -184,6 +184,12 @@ fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
     assert!(got.len() >= 40, "{}", got.len());
     assert!(!tl.gaps.iter().any(|g| matches!(g.source, EvidenceSource::Logs { .. })));
     assert!(tl.stats.log_duplicates > 0, "the resumed fetch overlapped");
+    // The log gap opened at the break and was withdrawn once the resume proved the overlap.
+    assert!(
+        tl.notes.iter().any(|n| n.contains("resumed without loss")),
+        "{:?}",
+        tl.notes
+    );
     // What the outage could hide is undecided: Killing exactly once, and the order through the
     // first Killing (the kubelet cannot post events while the API is away, so an earlier one
     // may be lost for good). The rest passes.
@@ -338,4 +344,34 @@ fn events_forbidden_at_preflight_is_one_clear_error() {
         .expect("preflight fails");
     assert!(err.to_string().contains("may not list events"), "{err}");
     assert_eq!(e.fake.lock().unwrap().count("POST /api/v1/namespaces"), 0);
+}
+
+/// A log fetch that keeps failing opens the log's gap at its first failure, not when it gives up:
+/// a case that ends while the fetch is still being retried is judged on a log known to be
+/// incomplete. A `never` on a log line and a count are then undecided, not passed or failed.
+#[test]
+fn a_log_fetch_still_failing_when_the_case_ends_leaves_an_open_log_gap() {
+    let e = env(|f| f.log_status = Some((500, Duration::from_secs(600))));
+    let body = NEVER_SUCCESS.replace(
+        "      - log: {container: main, regex: \"^exiting 0$\"}\n",
+        "      - log: {container: main, regex: \"^exiting 0$\"}\n      - never: {mark: {log: {container: main, regex: '^panic'}}}\n",
+    );
+    let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+    let (a, tl) = only(&out);
+    let g = tl
+        .gaps
+        .iter()
+        .find(|g| matches!(g.source, EvidenceSource::Logs { .. }))
+        .unwrap_or_else(|| panic!("no log gap: {:?}", tl.gaps));
+    assert!(g.to.is_none(), "{}", g.describe());
+    assert!(g.reason.contains("500"), "{}", g.describe());
+    for v in &a.verdicts {
+        let expected = if v.kind == "log" || v.kind == "never" && v.evidence.contains("panic") {
+            Outcome::Undecided
+        } else {
+            Outcome::Pass
+        };
+        assert_eq!(v.outcome, expected, "{}", v.evidence);
+    }
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Undecided);
 }

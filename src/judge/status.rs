@@ -154,7 +154,7 @@ pub(super) fn statuses(want: &[String], tl: &Timeline) -> J {
 pub(super) fn status_row(r: &StatusRowExpect, tl: &Timeline) -> J {
     let shown: Vec<&Snapshot> = tl
         .status_column()
-        .filter(|(_, t)| *t == r.status)
+        .filter(|(_, t)| r.status.matches(t))
         .map(|(s, _)| s)
         .collect();
     if shown.is_empty() {

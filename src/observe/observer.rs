@@ -70,6 +70,10 @@ pub enum Input {
         source: EvidenceSource,
         at: Timestamp,
     },
+    /// A log stream that broke (its gap opened at the failure) was resumed and the resumed fetch
+    /// re-delivered the last line seen before it: nothing was lost, so the open gap is withdrawn
+    /// (and a note says the stream broke).
+    Resumed { source: EvidenceSource },
 }
 
 impl Input {
@@ -81,6 +85,7 @@ impl Input {
             Input::Action(a) => Some(a.sent),
             Input::Gap(g) => g.from,
             Input::SourceUp { at, .. } => Some(*at),
+            Input::Resumed { .. } => None,
         }
     }
 }
@@ -213,6 +218,16 @@ impl Observer {
                 self.tl.actions.insert(pos, a);
             }
             Input::Gap(g) => self.gap(g),
+            Input::Resumed { source } => {
+                if let Some(i) = self.tl.gaps.iter().rposition(|g| g.source == source && g.to.is_none()) {
+                    let g = self.tl.gaps.remove(i);
+                    self.tl.notes.push(format!(
+                        "{} broke ({}) and was resumed without loss: the resumed fetch re-delivered its last line",
+                        g.source.label(),
+                        g.reason
+                    ));
+                }
+            }
             Input::SourceUp { source, at } => {
                 if let Some(g) = self
                     .tl

@@ -306,7 +306,12 @@ fn read_gaps(path: &Path) -> Result<Vec<Numbered>, RecordingError> {
         let seq = v.as_object_mut().and_then(|o| o.remove("seq")).and_then(|s| s.as_u64());
         // A line with `up` says the source delivers again (closes its open gap).
         let up = v.as_object_mut().and_then(|o| o.remove("up"));
+        // A line with `resumed` withdraws the open gap of a log stream resumed without loss.
+        let resumed = v.as_object_mut().and_then(|o| o.remove("resumed")).is_some();
         let input = match up {
+            None if resumed => Input::Resumed {
+                source: serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?,
+            },
             Some(at) => Input::SourceUp {
                 at: serde_json::from_value(at).map_err(|e| bad(path, format!("line {}: up: {e}", i + 1)))?,
                 source: serde_json::from_value(v).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?,

@@ -212,6 +212,15 @@ impl Recorder {
                 }
                 write_line(&mut self.gaps, &v)
             }
+            // A broken log stream resumed without loss: `{"seq", "resumed": true, "source", ...}`.
+            Input::Resumed { source } => {
+                let mut v = serde_json::to_value(source).unwrap_or_default();
+                if let Some(o) = v.as_object_mut() {
+                    o.insert("seq".into(), json!(seq));
+                    o.insert("resumed".into(), json!(true));
+                }
+                write_line(&mut self.gaps, &v)
+            }
             // The source delivers again: `{"seq", "up": <at>, "source", ...}` in gaps.jsonl.
             Input::SourceUp { source, at } => {
                 let mut v = serde_json::to_value(source).unwrap_or_default();

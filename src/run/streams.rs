@@ -472,8 +472,14 @@ enum Fetched {
 /// Fetches the log of one container instance with timestamps: followed while it runs, in one
 /// go once terminated, `previous` when it was only seen as lastState. A broken or refused fetch
 /// resumes from the second of the last line received (`sinceTime` has whole seconds; the
-/// observer drops the lines delivered twice), within the outage budget; a log that cannot be
-/// fetched to its end is recorded as a gap from its last line on.
+/// observer drops the lines delivered twice), within the outage budget.
+///
+/// The log's gap opens at the first failure, from its last line on, so a case that ends while
+/// the fetch is being retried is judged on a log known to be incomplete. It is withdrawn only
+/// when a resumed fetch proves nothing was lost: its first line is at or before the last line
+/// seen (the resumed window overlaps what was received), or, with no line seen yet, the resumed
+/// fetch read the log from its start. A resumed fetch that starts after the last line seen
+/// leaves the gap open: lines may have gone between them.
 pub async fn follow_log(
     api: Api<Pod>,
     pod: String,
@@ -489,6 +495,8 @@ pub async fn follow_log(
     let mut outage = Outage::new(source.clone(), budget);
     let mut last: Option<Timestamp> = None;
     let mut client_errors: Option<Instant> = None;
+    // `Some(from)` while a gap is open: the last line seen before the failure (None: none yet).
+    let mut open: Option<Option<Timestamp>> = None;
     let slot = (n.container.clone(), n.instance);
     loop {
         let done = {
@@ -505,7 +513,7 @@ pub async fn follow_log(
             since_time: last.and_then(|t| Timestamp::from_second(t.as_second()).ok()),
             ..LogParams::default()
         };
-        let fetched = fetch_log(&api, &pod, &lp, &n, &tx, &mut last).await;
+        let fetched = fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await;
         if matches!(fetched, Fetched::Ended | Fetched::Failed { opened: true, .. }) {
             // The server answered: an outage (if any) is over; later failures count afresh.
             outage.up();
@@ -518,44 +526,59 @@ pub async fn follow_log(
                 let k = known.borrow().clone();
                 if k.gone || k.terminated.contains(&slot) {
                     // The follow ended with the container; fetch once more without follow
-                    // to be sure nothing after the last line was missed.
+                    // to be sure nothing after the last line was missed. If that fails, the
+                    // log after its last line is unknown: a gap to the end.
                     let lp = LogParams {
                         follow: false,
                         since_time: last.and_then(|t| Timestamp::from_second(t.as_second()).ok()),
                         ..lp
                     };
-                    let _ = fetch_log(&api, &pod, &lp, &n, &tx, &mut last).await;
+                    if let Fetched::Failed { why, .. } =
+                        fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await
+                    {
+                        open_gap(&tx, &source, &mut open, last, format!("final fetch: {why}")).await;
+                    }
                     return;
                 }
                 // Ended while the container runs (the API server closed it, e.g. shutting down,
-                // or the status has not caught up with an exit yet): resume shortly.
+                // or the status has not caught up with an exit yet): everything sent so far was
+                // delivered; resume shortly.
                 (
                     String::from("log stream ended early"),
                     Some(Duration::from_millis(500)),
                     None,
                 )
             }
-            Fetched::Failed { why, retry, code, .. } => (why, retry, code),
+            Fetched::Failed { why, retry, code, .. } => {
+                open_gap(&tx, &source, &mut open, last, why.clone()).await;
+                (why, retry, code)
+            }
         };
         // 4xx (not 429): the container may be between states; the answer rarely changes.
         if code.is_some_and(|c| (400..500).contains(&c) && c != 429) {
             let first = *client_errors.get_or_insert_with(Instant::now);
             if first.elapsed() >= CLIENT_ERROR_PATIENCE || code == Some(404) {
-                let _ = tx.send(StreamMsg::Input(Input::Gap(log_gap(&source, last, why)))).await;
+                // Given up: the gap opened at the failure stays open to the end.
                 return;
             }
         }
         match outage.failed(why.clone(), retry) {
             Some(p) => tokio::time::sleep(p).await,
-            None => {
-                let _ = tx.send(StreamMsg::Input(Input::Gap(log_gap(&source, last, why)))).await;
-                return;
-            }
+            None => return,
         }
     }
 }
 
-/// A log known complete up to its line at `last` (node clock), lost after it.
+/// Opens the log's gap at a failure, from its last line on (once: a gap already open stays).
+async fn open_gap(tx: &Tx, source: &EvidenceSource, open: &mut Option<Option<Timestamp>>, last: Option<Timestamp>, why: String) {
+    if open.is_some() {
+        return;
+    }
+    *open = Some(last);
+    let _ = tx.send(StreamMsg::Input(Input::Gap(log_gap(source, last, why)))).await;
+}
+
+/// A log known complete up to its line at `last` (node clock), unknown after it.
 fn log_gap(source: &EvidenceSource, last: Option<Timestamp>, why: String) -> Gap {
     Gap {
         source: source.clone(),
@@ -568,6 +591,7 @@ fn log_gap(source: &EvidenceSource, last: Option<Timestamp>, why: String) -> Gap
 
 /// One log request: sends every complete line; a line left unfinished is sent only when the
 /// stream ended cleanly and was not a follow that will be resumed.
+#[allow(clippy::too_many_arguments)]
 async fn fetch_log(
     api: &Api<Pod>,
     pod: &str,
@@ -575,6 +599,8 @@ async fn fetch_log(
     n: &NewInstance,
     tx: &Tx,
     last: &mut Option<Timestamp>,
+    source: &EvidenceSource,
+    open: &mut Option<Option<Timestamp>>,
 ) -> Fetched {
     let stream = match api.log_stream(pod, lp).await {
         Ok(s) => s,
@@ -601,9 +627,39 @@ async fn fetch_log(
             line,
         }))
     };
+    // With a gap open, the first line of this (resumed) fetch decides whether anything was lost.
+    let mut first = true;
     loop {
         match reader.next_line(&mut stream).await {
             Ok(Some(line)) => {
+                if std::mem::take(&mut first)
+                    && let Some(from) = *open
+                {
+                    let t = crate::observe::observer::parse_log_line(&line).map(|(t, _)| t);
+                    let proven = match (from, t) {
+                        // Nothing was seen before: a fetch from the log's start loses nothing.
+                        (None, _) => lp.since_time.is_none(),
+                        // The resumed window overlaps what was received.
+                        (Some(l), Some(t)) => t <= l,
+                        (Some(_), None) => false,
+                    };
+                    let msg = match (proven, t) {
+                        (true, _) => Some(Input::Resumed { source: source.clone() }),
+                        // Lines resume after a hole: the gap ends where they resume.
+                        (false, Some(t)) => Some(Input::SourceUp {
+                            source: source.clone(),
+                            at: t,
+                        }),
+                        // A line without a timestamp proves nothing: the gap stays open.
+                        (false, None) => None,
+                    };
+                    if let Some(msg) = msg {
+                        *open = None;
+                        if tx.send(StreamMsg::Input(msg)).await.is_err() {
+                            return Fetched::Closed;
+                        }
+                    }
+                }
                 if send(line, last).await.is_err() {
                     return Fetched::Closed;
                 }
@@ -615,6 +671,20 @@ async fn fetch_log(
                     && send(line, last).await.is_err()
                 {
                     return Fetched::Closed;
+                }
+                // An empty log read from its start lost nothing either.
+                if first
+                    && *open == Some(None)
+                    && lp.since_time.is_none()
+                {
+                    *open = None;
+                    if tx
+                        .send(StreamMsg::Input(Input::Resumed { source: source.clone() }))
+                        .await
+                        .is_err()
+                    {
+                        return Fetched::Closed;
+                    }
                 }
                 return Fetched::Ended;
             }

@@ -1404,7 +1404,7 @@ impl Refs<'_, '_> {
                 }
             }
             Expectation::StatusRow(r) => {
-                if r.status.trim().is_empty() {
+                if r.status.texts().is_empty() || r.status.texts().iter().any(|t| t.trim().is_empty()) {
                     self.ctx.err(
                         case_name,
                         format!("{path}.statusRow.status"),

@@ -1047,8 +1047,10 @@ pub struct NeverExpect {
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StatusRowExpect {
-    /// The STATUS text the row is about, e.g. `ImagePullBackOff`.
-    pub status: String,
+    /// The STATUS text the row is about, e.g. `ImagePullBackOff`; or a list of the texts a
+    /// conformant node may show for the same state (`[Error, ContainerStatusUnknown]` for an
+    /// evicted container, see the status suite), the row holding for each shown.
+    pub status: StatusText,
     /// The phase while it is shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<PodPhase>,
@@ -1067,6 +1069,33 @@ pub struct StatusRowExpect {
     /// Container states while it is shown.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub containers: Vec<RowContainer>,
+}
+
+/// One STATUS text, or the texts a conformant node may show for the same state.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StatusText {
+    One(String),
+    AnyOf(Vec<String>),
+}
+
+impl StatusText {
+    pub fn texts(&self) -> &[String] {
+        match self {
+            StatusText::One(s) => std::slice::from_ref(s),
+            StatusText::AnyOf(v) => v,
+        }
+    }
+
+    pub fn matches(&self, shown: &str) -> bool {
+        self.texts().iter().any(|t| t == shown)
+    }
+}
+
+impl std::fmt::Display for StatusText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.texts().join(" or "))
+    }
 }
 
 /// A container's status while a STATUS is shown.

@@ -291,6 +291,9 @@ pub struct FakeState {
     /// `(resource, code, for)`: lists and watches of `pods` or `events` answer `code` (429 with
     /// Retry-After 1 s, or e.g. 500) for this long after the first such request.
     pub watch_status: Vec<(String, u16, Duration)>,
+    /// `(code, for)`: log requests answer `code` for this long after the first one.
+    pub log_status: Option<(u16, Duration)>,
+    log_status_until: Option<Instant>,
     /// `(start, length)` after the first apply: every request fails to connect and every open
     /// stream (watch, log) breaks.
     pub outage: Option<(Duration, Duration)>,
@@ -1041,6 +1044,15 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
     // Lines at or after `sinceTime` (whole seconds on the wire, as on a real server).
     let since: Option<Timestamp> = q.get("sinceTime").and_then(|t| t.parse().ok());
     let key = (ns.to_string(), name.to_string());
+    {
+        let mut s = st.lock().unwrap();
+        if let Some((code, lasting)) = s.log_status {
+            let until = *s.log_status_until.get_or_insert_with(|| Instant::now() + lasting);
+            if Instant::now() < until {
+                return status(code, "InternalError", "fake: log requests fail");
+            }
+        }
+    }
     let (lines, break_after, bad_utf8) = {
         let mut s = st.lock().unwrap();
         let Some(run) = s.pods.get(&key) else {
