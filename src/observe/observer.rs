@@ -73,7 +73,9 @@ pub enum Input {
     /// A log stream that broke (its gap opened at the failure) was resumed and the resumed fetch
     /// re-delivered the last line seen before it: nothing was lost, so the open gap is withdrawn
     /// (and a note says the stream broke).
-    Resumed { source: EvidenceSource },
+    Resumed {
+        source: EvidenceSource,
+    },
 }
 
 impl Input {

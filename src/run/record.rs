@@ -50,7 +50,39 @@ pub struct Recorder {
     /// The first write error: recording stops there and the attempt's recording is marked incomplete.
     error: Option<String>,
     finished: bool,
+    /// Bytes written per capped stream, and what the caps dropped (see `RECORD_LIMIT`).
+    caps: BTreeMap<Stream, Capped>,
+    /// The cap per stream (`RECORD_LIMIT`; smaller in tests).
+    limit: u64,
 }
+
+/// A stream of a recording with a size cap of its own: a file each.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stream {
+    Pods,
+    Events,
+    Log(String, Option<u32>),
+}
+
+/// What one stream wrote, and what its cap dropped.
+#[derive(Default)]
+struct Capped {
+    written: u64,
+    dropped: u64,
+    first: Option<Timestamp>,
+    last: Option<Timestamp>,
+    /// A log's newest dropped line (`received`, line): written at the end, so the last line of a
+    /// capped log is right on replay as it was live (the observer keeps the newest too).
+    tail: Option<(Option<Timestamp>, String)>,
+}
+
+/// The most one file of a recording may hold: the reader refuses a recording file over
+/// `files::RECORDING` (256 MiB), and a recording that cannot be read makes the whole run
+/// impossible to replay or re-judge. A chatty container (or a pod restarting for hours) stops
+/// being recorded at this size; what was dropped is recorded as a gap, so the replay is judged
+/// knowing the evidence is incomplete. The observer keeps at most 32 MiB of text per instance,
+/// so a log over this much JSON was already capped live.
+pub const RECORD_LIMIT: u64 = 128 * 1024 * 1024;
 
 pub type SharedRecorder = Arc<Mutex<Recorder>>;
 
@@ -92,6 +124,8 @@ impl Recorder {
             logs: BTreeMap::new(),
             error: None,
             finished: false,
+            caps: BTreeMap::new(),
+            limit: RECORD_LIMIT,
         };
         r.line_actions(&json!({
             "action": "recording",
@@ -154,6 +188,9 @@ impl Recorder {
 
     fn input(&mut self, input: &Input) {
         if self.error.is_some() {
+            return;
+        }
+        if self.over_cap(input) {
             return;
         }
         self.seq += 1;
@@ -236,6 +273,99 @@ impl Recorder {
         }
     }
 
+    /// Counts what `input` adds to its stream; true when the stream is over `RECORD_LIMIT` and
+    /// the input is dropped instead (noted for the gap `finish` records).
+    fn over_cap(&mut self, input: &Input) -> bool {
+        let (stream, at, size, line) = match input {
+            Input::Pod { received, pod, .. } => (Stream::Pods, Some(*received), json_len(pod.as_ref()), None),
+            Input::Event { received, event, .. } => (Stream::Events, Some(*received), json_len(event.as_ref()), None),
+            Input::Log {
+                received,
+                container,
+                instance,
+                line,
+            } => (
+                Stream::Log(container.clone(), *instance),
+                crate::observe::observer::parse_log_line(line).map(|(t, _)| t),
+                json_len(line),
+                Some((*received, line.clone())),
+            ),
+            _ => return false,
+        };
+        let c = self.caps.entry(stream).or_default();
+        if c.dropped == 0 && c.written.saturating_add(size) <= self.limit {
+            c.written += size;
+            return false;
+        }
+        c.dropped += 1;
+        if let Some(t) = at {
+            c.first = Some(c.first.map_or(t, |f| f.min(t)));
+            c.last = Some(c.last.map_or(t, |l| l.max(t)));
+        }
+        if let Some((received, line)) = line {
+            let newer = |old: &str| crate::observe::observer::parse_log_line(old).map(|(t, _)| t) <= at;
+            if c.tail.as_ref().is_none_or(|(_, old)| newer(old)) {
+                c.tail = Some((received, line));
+            }
+        }
+        true
+    }
+
+    /// Writes what the caps held back: each capped log's newest line, then one gap per capped
+    /// stream saying what was dropped.
+    fn close_caps(&mut self) {
+        let caps = std::mem::take(&mut self.caps);
+        for (stream, c) in caps.into_iter().filter(|(_, c)| c.dropped > 0) {
+            let (source, clock) = match &stream {
+                Stream::Pods => (
+                    crate::observe::EvidenceSource::PodWatch,
+                    crate::observe::GapClock::Harness,
+                ),
+                Stream::Events => (
+                    crate::observe::EvidenceSource::Events,
+                    crate::observe::GapClock::Harness,
+                ),
+                Stream::Log(container, instance) => (
+                    crate::observe::EvidenceSource::Logs {
+                        container: Some(container.clone()),
+                        instance: *instance,
+                    },
+                    crate::observe::GapClock::Node,
+                ),
+            };
+            let mut dropped = c.dropped;
+            if let (Stream::Log(container, instance), Some((received, line))) = (&stream, c.tail) {
+                dropped -= 1;
+                self.seq += 1;
+                let seq = self.seq;
+                if let Err(e) = self.log(seq, received, container, *instance, &line) {
+                    self.fail(e);
+                }
+            }
+            if dropped == 0 {
+                continue;
+            }
+            self.seq += 1;
+            let gap = crate::observe::Gap {
+                source,
+                from: c.first,
+                to: c.last,
+                clock,
+                reason: format!(
+                    "not recorded: {dropped} inputs over the recording's cap of {} MiB per file",
+                    self.limit >> 20
+                ),
+            };
+            let mut v = serde_json::to_value(&gap).unwrap_or_default();
+            if let Some(o) = v.as_object_mut() {
+                o.insert("seq".into(), json!(self.seq));
+            }
+            if let Err(e) = write_line(&mut self.gaps, &v) {
+                self.fail(e);
+            }
+        }
+    }
+
     fn log(
         &mut self,
         seq: u64,
@@ -286,6 +416,7 @@ impl Recorder {
             self.line_actions(&json!({"action": "step-failed", "evidence": v.evidence, "verdict": v}));
         }
         self.line_actions(&json!({"action": "cleanup", "cleanup": attempt.cleanup}));
+        self.close_caps();
         let seq = self.seq;
         self.line_actions(&json!({"action": "recording-complete", "inputs": seq, "time": Timestamp::now()}));
         self.flush_all();
@@ -368,6 +499,11 @@ pub fn close_after_panic(
         "{}",
         json!({"action": "recording-complete", "inputs": inputs, "time": Timestamp::now()})
     )
+}
+
+/// The size of a value as JSON (an estimate is enough for a cap; a failure counts as large).
+fn json_len(v: &impl Serialize) -> u64 {
+    serde_json::to_vec(v).map_or(u64::MAX / 2, |b| b.len() as u64 + 64)
 }
 
 fn write_line(w: &mut BufWriter<File>, v: &impl Serialize) -> std::io::Result<()> {
@@ -455,4 +591,63 @@ pub fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String
         }
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::{EvidenceSource, Observer, Recording};
+
+    /// A chatty container fills its log file up to the cap; the rest is not recorded but said:
+    /// the recording still reads back (the reader refuses files over 256 MiB, which made whole
+    /// runs impossible to replay), its last line is the container's last, and the dropped span
+    /// is a log gap, so log verdicts on the replay are undecided rather than decided on a cut log.
+    #[test]
+    fn a_chatty_log_is_capped_with_its_last_line_and_a_gap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rec = Recorder::create(dir.path(), 1, "s::c", "ns").unwrap();
+        rec.limit = 64 * 1024;
+        let rec: SharedRecorder = Arc::new(Mutex::new(rec));
+        let mut obs = Observer::new(Some("p"), "live");
+        obs.set_tap(Recorder::tap(&rec));
+        let base: Timestamp = "2026-12-01T10:00:00Z".parse().unwrap();
+        let n = 5000;
+        for i in 0..n {
+            let t = base + jiff::SignedDuration::from_millis(i);
+            obs.push(Input::Log {
+                received: Some(t),
+                container: "main".into(),
+                instance: Some(0),
+                line: format!("{t} line {i}"),
+            });
+        }
+        let live = obs.finish();
+        assert_eq!(live.logs.len(), n as usize, "the live observer kept every line");
+        let rec = Arc::try_unwrap(rec).ok().unwrap().into_inner().unwrap();
+        let attempt = crate::results::Attempt {
+            status: crate::results::AttemptStatus::Passed,
+            verdicts: vec![],
+            error: None,
+            started: base,
+            duration_s: 1.0,
+            api_requests: 0,
+            cleanup: Default::default(),
+            timeline: None,
+        };
+        let folder = rec.finish(&attempt).unwrap();
+        let size = std::fs::metadata(folder.join("logs/main.0.jsonl")).unwrap().len();
+        assert!(size <= 80 * 1024, "the log file holds {size} bytes");
+        let replayed = Recording::read(&folder).unwrap().timeline();
+        let texts: Vec<&str> = replayed.logs.iter().map(|l| l.text.as_str()).collect();
+        assert!(texts.len() < n as usize, "nothing was capped");
+        assert_eq!(texts.first(), Some(&"line 0"));
+        assert_eq!(texts.last(), Some(&"line 4999"), "the newest line is kept");
+        let gap = replayed
+            .gaps
+            .iter()
+            .find(|g| g.source.covers_logs("main", Some(0)) && g.source != EvidenceSource::PodWatch)
+            .unwrap_or_else(|| panic!("no gap: {:?}", replayed.gaps));
+        assert!(gap.reason.contains("not recorded"), "{}", gap.describe());
+        assert!(gap.from.is_some() && gap.to.is_some());
+    }
 }

@@ -570,7 +570,13 @@ pub async fn follow_log(
 }
 
 /// Opens the log's gap at a failure, from its last line on (once: a gap already open stays).
-async fn open_gap(tx: &Tx, source: &EvidenceSource, open: &mut Option<Option<Timestamp>>, last: Option<Timestamp>, why: String) {
+async fn open_gap(
+    tx: &Tx,
+    source: &EvidenceSource,
+    open: &mut Option<Option<Timestamp>>,
+    last: Option<Timestamp>,
+    why: String,
+) {
     if open.is_some() {
         return;
     }
@@ -673,10 +679,7 @@ async fn fetch_log(
                     return Fetched::Closed;
                 }
                 // An empty log read from its start lost nothing either.
-                if first
-                    && *open == Some(None)
-                    && lp.since_time.is_none()
-                {
+                if first && *open == Some(None) && lp.since_time.is_none() {
                     *open = None;
                     if tx
                         .send(StreamMsg::Input(Input::Resumed { source: source.clone() }))
