@@ -1082,10 +1082,21 @@ impl CaseApi {
                     deadline = crate::util::after_tokio(wait);
                     break;
                 }
-                // Gone already, or replaced by a namespace that is not ours (UID precondition).
-                Err(ClusterError::Api {
-                    code: Some(404 | 409), ..
-                }) => return Ok(true),
+                Err(ClusterError::Api { code: Some(404), .. }) => return Ok(true),
+                // A 409 is either the UID precondition (the name now belongs to a namespace that
+                // is not ours: ours is gone) or ours already terminating ("The system is
+                // ensuring all content is removed", a DELETE sent again after a lost answer or
+                // by the sweep): only a look tells, and a terminating one is waited for.
+                Err(ClusterError::Api { code: Some(409), .. }) => {
+                    let get = format!("get namespace {}", self.namespace);
+                    match self
+                        .call(&get, Some(deadline), false, api.get_opt(&self.namespace))
+                        .await?
+                    {
+                        Some(n) if n.metadata.uid.as_deref() == Some(uid) => break,
+                        _ => return Ok(true),
+                    }
+                }
                 Err(e) if e.is_transient() => {
                     if crate::util::after_tokio(pause) >= deadline {
                         return Err(e);

@@ -315,8 +315,13 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
             Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
         }
     }
-    // Deleted, kept on purpose, or reported as a leftover: the sweep need not try again.
-    env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    // Deleted or kept on purpose: the sweep need not try again. A namespace still terminating
+    // (or whose DELETE failed) stays registered: the end-of-run sweep checks it again, so the
+    // run's leftovers are what is really left at its end (after an API server restart the
+    // namespace controller catches up late).
+    if attempt.cleanup.deleted || attempt.cleanup.kept {
+        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    }
     attempt.api_requests = api.requests();
     finish_recording(recorder, &attempt);
     attempt

@@ -772,18 +772,25 @@ pub fn execute(
         }));
     }
     cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
-    let mut leftovers: Vec<String> = cases
-        .iter()
-        .flat_map(|c| &c.attempts)
-        .filter_map(|a| a.cleanup.leftover.clone())
-        .collect();
+    // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
+    // sweep checks it again: the run's leftovers are those the sweep finds at the end.
+    let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
+        vec![]
+    } else {
+        cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter_map(|a| a.cleanup.leftover.clone())
+            .collect()
+    };
     if let Source::Live(client) = &*source {
         // Namespaces still registered belong to cases that never got to their cleanup (Ctrl-C,
-        // a panic); the label finds creates whose answer was lost. Kept ones stay.
+        // a panic) or did not see them go; the label finds creates whose answer was lost. Kept
+        // ones stay.
         let handled: BTreeSet<String> = cases
             .iter()
             .flat_map(|c| &c.attempts)
-            .filter(|a| a.cleanup.deleted || a.cleanup.kept || a.cleanup.leftover.is_some())
+            .filter(|a| a.cleanup.deleted || a.cleanup.kept)
             .filter_map(|a| a.cleanup.namespace.clone())
             .collect();
         let registered = std::mem::take(&mut *live_namespaces.lock().expect("registry"));
