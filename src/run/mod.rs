@@ -1051,6 +1051,17 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
             opts.repeat = u32::try_from(r).unwrap_or(1).max(1);
         }
     }
+    // Without run.json (a run made without recordings), the attempts `summary.json` lists are
+    // what the live run made: walk them all, so the last one — whose timeline is stored — is
+    // judged as itself (the replay never makes more than the live run made).
+    let most_tries = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+        .ok()
+        .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+        .and_then(|s| s.cases.iter().flat_map(|c| c.repetitions.iter().copied()).max())
+        .unwrap_or(1);
+    opts.retries = opts
+        .retries
+        .max(u32::try_from(most_tries.saturating_sub(1)).unwrap_or(0));
     for (_, case) in cases {
         if !crate::cli::selected(&case.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip) {
             continue;
