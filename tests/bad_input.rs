@@ -510,8 +510,9 @@ fn a_signal_while_unpacking_a_bundle_leaves_nothing_behind() {
         }
         std::thread::yield_now();
     }
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+    // The shell's own `kill` (no procps needed, no libc dependency).
+    let killed = std::process::Command::new("sh")
+        .args(["-c", "kill -TERM \"$0\"", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
