@@ -338,7 +338,11 @@ pub fn main() -> ExitCode {
         Command::Rejudge(args) => rejudge_cmd(args),
         Command::Timeline { source, watch } => match load_timeline(&source) {
             Ok(tl) if watch => {
-                crate::out!("{}", crate::observe::watch_transcript(&tl));
+                // Reasons and messages come from the recording: escaped for the terminal.
+                crate::out!(
+                    "{}",
+                    crate::util::printable_lines(&crate::observe::watch_transcript(&tl))
+                );
                 ExitCode::SUCCESS
             }
             Ok(tl) => {
@@ -346,7 +350,7 @@ pub fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::util::print_error(&e);
                 ExitCode::from(2)
             }
         },
@@ -361,7 +365,7 @@ pub fn main() -> ExitCode {
 pub fn load_or_report(paths: &[PathBuf]) -> Result<Vec<Suite>, ExitCode> {
     suite::load_suites(paths).map_err(|errors| {
         for e in &errors {
-            eprintln!("{e}");
+            eprintln!("{}", crate::util::printable(&e.to_string()));
         }
         eprintln!(
             "error: {} problem{} found",
@@ -426,7 +430,7 @@ fn list(args: ListArgs) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::util::print_error(&e);
                 ExitCode::from(2)
             }
         };
@@ -452,13 +456,17 @@ pub fn schema_json() -> String {
 pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timeline, String> {
     if source.is_dir() {
         let rec = crate::observe::Recording::read(source).map_err(|e| e.to_string())?;
-        return Ok(rec.timeline());
+        let mut tl = rec.timeline();
+        // An attempt cut short live (Ctrl-C, a harness error) observed only part of the pod's
+        // life: its timeline says so, and judging it is at most undecided.
+        if rec.outcome.interrupted || rec.outcome.error.is_some() {
+            tl.complete = false;
+        }
+        return Ok(tl);
     }
-    let text = crate::files::read_string(source, crate::files::TIMELINE).map_err(|e| e.to_string())?;
-    let mut tl: crate::observe::Timeline =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife timeline: {e}", source.display()))?;
-    // A stored timeline is a finished observation.
-    tl.complete = true;
+    // A timeline says itself whether its observation ended (`complete`): it is kept as written,
+    // and judging an incomplete one is at most undecided (see `judge_cmd`).
+    let mut tl = crate::run::case::read_timeline_file(source)?;
     // Timelines written before the STATUS column existed get it computed from their snapshots.
     tl.fill_columns();
     Ok(tl)
@@ -483,20 +491,61 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     };
-    let tl = match load_timeline(&args.source) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    // A recording is judged as `run --replay` judges it (steps checked): an attempt that did
+    // not finish live (Ctrl-C, a harness error) is not judged as if it had.
+    let (tl, verdicts) = if args.source.is_dir() {
+        let rec = match crate::observe::Recording::read(&args.source) {
+            Ok(r) => r,
+            Err(e) => {
+                crate::util::print_error(&e);
+                return ExitCode::from(2);
+            }
+        };
+        let attempt = crate::run::case::replay_recording(case, &rec);
+        let unfinished = match attempt.status {
+            crate::results::AttemptStatus::Interrupted => Some("was interrupted"),
+            crate::results::AttemptStatus::Error => Some("ended in a harness error"),
+            _ => None,
+        };
+        if let Some(how) = unfinished {
+            let why = attempt.error.as_deref().unwrap_or_default();
+            if args.json {
+                crate::outln!("[]");
+            } else {
+                crate::outln!(
+                    "judging {} on {}: the recorded attempt {how} ({}): no verdict",
+                    case.full_name(),
+                    crate::util::printable(&args.source.display().to_string()),
+                    crate::util::printable(why)
+                );
+                crate::outln!("result: not judged (the attempt did not finish)");
+            }
+            return ExitCode::from(1);
         }
+        let Some(tl) = attempt.timeline else {
+            crate::util::print_error(format!("{}: the recording gave no timeline", args.source.display()));
+            return ExitCode::from(2);
+        };
+        (tl, attempt.verdicts)
+    } else {
+        let tl = match load_timeline(&args.source) {
+            Ok(t) => t,
+            Err(e) => {
+                crate::util::print_error(&e);
+                return ExitCode::from(2);
+            }
+        };
+        let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
+        // Same rule as `run --replay`: the source must have done what the steps say; and an
+        // incomplete timeline is at most undecided.
+        if let Some(v) = crate::run::case::incomplete_verdict(&tl)
+            .or_else(|| crate::run::case::objects_verdict(case, &tl))
+            .or_else(|| crate::judge::steps_verdict(&case.spec, &tl))
+        {
+            verdicts.insert(0, v);
+        }
+        (tl, verdicts)
     };
-    let mut verdicts = crate::judge::judge_case(&case.spec, &tl);
-    // Same rule as `run --replay`: the source must have done what the steps say.
-    if let Some(v) =
-        crate::run::case::objects_verdict(case, &tl).or_else(|| crate::judge::steps_verdict(&case.spec, &tl))
-    {
-        verdicts.insert(0, v);
-    }
     let failed = verdicts
         .iter()
         .filter(|v| v.outcome != crate::judge::Outcome::Pass)
@@ -512,7 +561,7 @@ fn judge_cmd(args: JudgeArgs) -> ExitCode {
         crate::outln!(
             "judging {} on {} ({} snapshots, {} events, {} log lines)",
             case.full_name(),
-            args.source.display(),
+            crate::util::printable(&args.source.display().to_string()),
             tl.snapshots.len(),
             tl.events.len(),
             tl.logs.len()
@@ -535,8 +584,8 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
     let extracted = match args.replay.as_deref().map(crate::run::bundle::open) {
         Some(Ok(x)) => x,
         Some(Err(e)) => {
-            eprintln!("error: --replay {e}");
-            return ExitCode::from(2);
+            crate::util::print_error(format!("--replay {e}"));
+            return ExitCode::from(e.exit_code());
         }
         None => None,
     };
@@ -559,7 +608,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
                         "warning: the run's own suites do not load ({} problem{}, first: {}); replaying with the suites in {}",
                         errors.len(),
                         plural(errors.len()),
-                        errors.first().map(|e| e.to_string()).unwrap_or_default(),
+                        crate::util::printable(&errors.first().map(|e| e.to_string()).unwrap_or_default()),
                         PathBuf::from("suites").display()
                     );
                     None
@@ -656,7 +705,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
     // A run whose reports cannot be written certifies nothing anyone can read: find out before
     // touching the cluster, not after a 20-minute run.
     if let Err(e) = check_writable(&opts.reports_dir, opts.junit.as_deref()) {
-        eprintln!("error: {e}");
+        crate::util::print_error(&e);
         return ExitCode::from(2);
     }
     let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
@@ -665,6 +714,7 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
+    relabel_summary(&mut outcome.summary);
     let published = crate::report::publish(
         crate::report::PublishOptions {
             dir: &outcome.report_dir,
@@ -686,6 +736,29 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
     }
 }
 
+/// Names a bundle's members as `<bundle>:<member>` wherever a replayed run's summary would
+/// name the temporary folder it was unpacked into (gone once podlife ends).
+fn relabel_summary(s: &mut crate::results::RunSummary) {
+    let fix = |t: &mut String| {
+        if let std::borrow::Cow::Owned(n) = crate::util::relabel(t) {
+            *t = n;
+        }
+    };
+    if let Some(src) = s.fingerprint.source.as_mut() {
+        fix(src);
+    }
+    for c in &mut s.cases {
+        fix(&mut c.suite_file);
+        c.ignore_reason.iter_mut().for_each(fix);
+        c.timeline.iter_mut().for_each(|t| fix(&mut t.source));
+        for a in &mut c.attempts {
+            a.error.iter_mut().for_each(fix);
+            a.timeline.iter_mut().for_each(|t| fix(&mut t.source));
+            a.verdicts.iter_mut().for_each(|v| fix(&mut v.evidence));
+        }
+    }
+}
+
 /// The shareable archive of a recorded run; a failure to write it is a warning (the run folder
 /// holds the same files).
 fn write_bundle(run_dir: &std::path::Path, quiet: bool) {
@@ -702,8 +775,8 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     let extracted = match crate::run::bundle::open(&args.run) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+            crate::util::print_error(&e);
+            return ExitCode::from(e.exit_code());
         }
     };
     let dir = extracted.as_ref().map_or(args.run.clone(), |x| x.dir.clone());
@@ -713,7 +786,10 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {}: not a finished run (summary.json: {e})", args.run.display());
+            crate::util::print_error(format!(
+                "{}: not a finished run (summary.json: {e})",
+                args.run.display()
+            ));
             return ExitCode::from(2);
         }
     };
@@ -735,8 +811,9 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         suites.iter().flat_map(|s| &s.cases).map(|c| c.full_name()).collect();
     for gone in ran.difference(&known) {
         eprintln!(
-            "note: {gone} ran in {} but is not in the current suites: not re-judged",
-            original.run_id
+            "note: {} ran in {} but is not in the current suites: not re-judged",
+            crate::util::printable(gone),
+            crate::util::printable(&original.run_id)
         );
     }
     for s in &mut suites {
@@ -744,10 +821,10 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     }
     suites.retain(|s| !s.cases.is_empty());
     if suites.is_empty() {
-        eprintln!(
-            "error: none of the cases of run {} is in {suites_label}: nothing to re-judge",
+        crate::util::print_error(format!(
+            "none of the cases of run {} is in {suites_label}: nothing to re-judge",
             original.run_id,
-        );
+        ));
         return ExitCode::from(2);
     }
     let opts = crate::run::RunOptions {
@@ -784,6 +861,7 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
+    relabel_summary(&mut outcome.summary);
     let published = crate::report::publish(
         crate::report::PublishOptions {
             dir: &outcome.report_dir,
@@ -808,13 +886,18 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         &defs,
     );
     crate::outln!(
-        "re-judged run {} with {suites_label}: {} passed, {} failed, {} undecided, {} errors, {} ignored; against the original:",
-        original.run_id,
+        "re-judged run {} with {suites_label}: {} passed, {} failed, {} undecided, {} errors, {} ignored{}; against the original:",
+        crate::util::printable(&original.run_id),
         outcome.summary.passed + outcome.summary.flaky,
         outcome.summary.failed,
         outcome.summary.undecided,
         outcome.summary.errors,
-        outcome.summary.ignored
+        outcome.summary.ignored,
+        // Cases the live run did not finish stay unfinished: said, never left out of the count.
+        match (outcome.summary.interrupted_cases, outcome.summary.not_run) {
+            (0, 0) => String::new(),
+            (i, n) => format!(", {i} interrupted, {n} not run"),
+        }
     );
     crate::out!("{}", crate::report::diff::render_table(&d));
     crate::outln!(
@@ -870,7 +953,7 @@ fn clean_cmd(args: CleanArgs) -> ExitCode {
     let cluster = match rt.block_on(crate::cluster::Cluster::connect(&connect)) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::util::print_error(&e);
             return ExitCode::from(2);
         }
     };
@@ -889,7 +972,7 @@ fn clean_cmd(args: CleanArgs) -> ExitCode {
         Ok(o) if o.failed.is_empty() => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::util::print_error(&e);
             ExitCode::from(2)
         }
     }
@@ -922,14 +1005,14 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
     use crate::report::diff;
     // Bundles are read in place of their run folder (unpacked for the duration of the call).
     let after_path = args.after.clone().unwrap_or_else(|| args.before.clone());
-    let (xb, xa) = match (
-        crate::run::bundle::open(&args.before),
-        crate::run::bundle::open(&after_path),
-    ) {
-        (Ok(b), Ok(a)) => (b, a),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
+    // One after the other: a signal while unpacking the first stops before the second.
+    let (xb, xa) = match crate::run::bundle::open(&args.before)
+        .and_then(|b| crate::run::bundle::open(&after_path).map(|a| (b, a)))
+    {
+        Ok(x) => x,
+        Err(e) => {
+            crate::util::print_error(&e);
+            return ExitCode::from(e.exit_code());
         }
     };
     let before_dir = xb.as_ref().map_or(args.before.clone(), |x| x.dir.clone());
@@ -938,7 +1021,7 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
     let (before, after) = match (load(&before_dir), load(&after_dir)) {
         (Ok((_, b)), Ok((_, a))) => (b, a),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
+            crate::util::print_error(&e);
             return ExitCode::from(2);
         }
     };
@@ -950,7 +1033,7 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
     let (before, after) = match (view(before, &args.node_a), view(after, &args.node_b)) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
+            crate::util::print_error(&e);
             return ExitCode::from(2);
         }
     };

@@ -160,9 +160,13 @@ pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
     Ok(buf)
 }
 
-/// Reads a regular UTF-8 text file of at most `limit` bytes.
+/// Reads a regular UTF-8 text file of at most `limit` bytes. A leading UTF-8 byte order mark
+/// (which some Windows editors add) is not part of the text and is dropped.
 pub fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
-    let bytes = read_bytes(path, limit)?;
+    let mut bytes = read_bytes(path, limit)?;
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
     String::from_utf8(bytes).map_err(|e| FileError::new(path, Problem::NotUtf8(e.utf8_error().valid_up_to())))
 }
 

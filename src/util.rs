@@ -105,3 +105,121 @@ macro_rules! outln {
         $crate::util::emit(format_args!("{}\n", format_args!($($t)*)))
     };
 }
+
+/// Folders podlife unpacked a bundle into, with the bundle they came from: a message printed or
+/// stored names `<bundle>:<member>` instead of a temporary path that is gone when podlife ends.
+static PATH_ALIASES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// From now on, `printable` (and `relabel`) write `label:` for `prefix/`.
+pub fn add_path_alias(prefix: &std::path::Path, label: &str) {
+    let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+    a.push((format!("{}/", prefix.display()), format!("{label}:")));
+    a.push((prefix.display().to_string(), label.to_string()));
+}
+
+/// Forgets the aliases of `prefix` (its folder was removed).
+pub fn remove_path_alias(prefix: &std::path::Path) {
+    let p = prefix.display().to_string();
+    let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+    a.retain(|(k, _)| k.trim_end_matches('/') != p);
+}
+
+/// The folders registered with `add_path_alias` (to remove them on an exit at once).
+pub fn aliased_paths() -> Vec<std::path::PathBuf> {
+    let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+    a.iter()
+        .filter(|(k, _)| !k.ends_with('/'))
+        .map(|(k, _)| std::path::PathBuf::from(k))
+        .collect()
+}
+
+/// `text` with every registered temporary folder replaced by the bundle it was unpacked from.
+pub fn relabel(text: &str) -> std::borrow::Cow<'_, str> {
+    let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
+    if !a.iter().any(|(k, _)| text.contains(k.as_str())) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut s = text.to_string();
+    // Longest first: `dir/` before `dir`.
+    for (k, v) in a.iter() {
+        s = s.replace(k.as_str(), v);
+    }
+    std::borrow::Cow::Owned(s)
+}
+
+/// Characters that must not reach a terminal as they are: C0/C1 controls (ESC starts escape
+/// sequences that recolour, move the cursor or retitle the window) and the Unicode bidi
+/// controls (U+202E makes `ok.yaml` read as something else: "Trojan Source").
+fn unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text read from files (case names, evidence, log lines, error messages that quote data)
+/// made safe to print: every control or bidi character becomes a visible `\u{..}` escape
+/// (`\n` and `\t` too, so one item stays one line), and a temporary bundle folder is named by
+/// its bundle. Every print of file-derived text goes through here.
+pub fn printable(text: &str) -> String {
+    let text = relabel(text);
+    if !text.chars().any(unprintable) {
+        return text.into_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unprintable(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Like `printable`, but keeps line breaks (multi-line reports: tables, verdict lists).
+pub fn printable_lines(text: &str) -> String {
+    text.split('\n').map(printable).collect::<Vec<_>>().join("\n")
+}
+
+/// Prints `error: <message>` on stderr, made printable (see `printable`).
+pub fn print_error(message: impl std::fmt::Display) {
+    eprintln!("error: {}", printable(&message.to_string()));
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable;
+
+    #[test]
+    fn escapes_terminal_controls_and_bidi_overrides() {
+        assert_eq!(printable("ok"), "ok");
+        assert_eq!(printable("a\u{1b}[31mred"), "a\\u{1b}[31mred");
+        assert_eq!(printable("x\u{202e}lmth.exe"), "x\\u{202e}lmth.exe");
+        assert_eq!(printable("one\ntwo"), "one\\u{a}two");
+        assert_eq!(printable("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(printable("é ü 日本"), "é ü 日本");
+    }
+}
+
+/// `t + d` on timestamps that come from outside (status times, log times, receive times):
+/// saturates at jiff's range (years -9999..=9999) instead of panicking. A status time of
+/// `9999-12-30T22:00:00Z` is nonsense from a node or a file, but it must make a verdict fail,
+/// never crash podlife ("adding signed duration to timestamp overflowed").
+pub fn ts_add(t: jiff::Timestamp, d: jiff::SignedDuration) -> jiff::Timestamp {
+    t.checked_add(d).unwrap_or(if d.is_negative() {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    })
+}
+
+#[cfg(test)]
+mod ts_tests {
+    #[test]
+    fn timestamp_arithmetic_saturates() {
+        let s = jiff::SignedDuration::from_secs(1);
+        assert_eq!(super::ts_add(jiff::Timestamp::MAX, s), jiff::Timestamp::MAX);
+        assert_eq!(super::ts_add(jiff::Timestamp::MIN, -s), jiff::Timestamp::MIN);
+        let t: jiff::Timestamp = "2026-12-01T00:00:00Z".parse().unwrap();
+        assert_eq!(super::ts_add(t, s).to_string(), "2026-12-01T00:00:01Z");
+    }
+}

@@ -1,6 +1,7 @@
 //! `podlife clean` (`CleanOptions`, `clean`): finds the namespaces earlier runs left behind
 //! (interrupted, killed, or cleanup that timed out) by podlife's labels, lists them, and deletes
-//! them only when asked (`--yes`), each with a UID precondition.
+//! them only when asked (`--yes`), each with a UID precondition. A run still in progress (one of
+//! its namespaces' `podlife.dev/in-use-until` not passed yet) is left alone unless named.
 
 use std::io::Write;
 use std::time::Duration;
@@ -30,12 +31,28 @@ pub struct CleanOptions {
 /// What `clean` found and did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CleanOutcome {
-    /// Namespaces matching the filters.
+    /// Namespaces matching the filters (those of runs in progress excluded, see `in_progress`).
     pub found: Vec<String>,
+    /// Namespaces left alone because their run is in progress (not named with `--run`).
+    pub in_progress: Vec<String>,
     /// Deleted and gone.
     pub deleted: Vec<String>,
     /// Still there after `timeout`, or their DELETE failed: `(name, why)`.
     pub failed: Vec<(String, String)>,
+}
+
+/// How long a namespace of an older podlife (without the `podlife.dev/in-use-until` annotation)
+/// is taken for one of a run in progress: such runs cannot say how long they last, and the
+/// longest built-in case with its outage budget and cleanup stays well under this.
+pub const UNANNOTATED_IN_USE: Duration = Duration::from_secs(3600);
+
+/// Until when `n` may still be used by its run: its annotation, else its creation time plus
+/// `UNANNOTATED_IN_USE` (None: unknown age, taken as in use).
+fn in_use_until(n: &PodlifeNamespace) -> Option<Timestamp> {
+    n.in_use_until.or_else(|| {
+        let guard = jiff::SignedDuration::try_from(UNANNOTATED_IN_USE).unwrap_or(jiff::SignedDuration::MAX);
+        n.created.map(|c| crate::util::ts_add(c, guard))
+    })
 }
 
 /// An age the way `kubectl get` prints it: `45s`, `12m`, `20h`, `3d`.
@@ -60,7 +77,23 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
                 crate::util::fmt_secs(opts.request_timeout.as_secs_f64())
             ),
         })??;
-    let matching: Vec<PodlifeNamespace> = listed
+    // A run is in progress while any of its namespaces may still be in use (and is not being
+    // deleted already): all its namespaces are left alone — a leftover of its first attempt
+    // included — unless the user names the run.
+    let busy: std::collections::BTreeMap<String, Timestamp> = listed
+        .iter()
+        .filter(|n| !n.terminating)
+        .filter_map(|n| match in_use_until(n) {
+            Some(t) if t > opts.now => Some((n.run.clone(), t)),
+            Some(_) => None,
+            None => Some((n.run.clone(), Timestamp::MAX)),
+        })
+        .fold(Default::default(), |mut m, (run, t)| {
+            let e = m.entry(run).or_insert(t);
+            *e = (*e).max(t);
+            m
+        });
+    let (matching, in_progress): (Vec<PodlifeNamespace>, Vec<PodlifeNamespace>) = listed
         .into_iter()
         .filter(|n| match (opts.older_than, n.created) {
             (None, _) => true,
@@ -68,11 +101,25 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
             // Without a creation time its age is unknown: not old enough to be sure.
             (Some(_), None) => false,
         })
-        .collect();
+        .partition(|n| opts.run.is_some() || !busy.contains_key(&n.run));
     let mut outcome = CleanOutcome {
         found: matching.iter().map(|n| n.name.clone()).collect(),
+        in_progress: in_progress.iter().map(|n| n.name.clone()).collect(),
         ..CleanOutcome::default()
     };
+    let runs_in_progress: std::collections::BTreeSet<&String> = in_progress.iter().map(|n| &n.run).collect();
+    for run in runs_in_progress {
+        let n = in_progress.iter().filter(|n| &n.run == run).count();
+        let until = busy
+            .get(run)
+            .filter(|t| **t < Timestamp::MAX)
+            .map_or("an unknown time".to_string(), |t| t.to_string());
+        let _ = writeln!(
+            out,
+            "run {run} may still be in progress (its namespaces may be in use until {until}): its {n} namespace{} left alone; to delete them anyway: podlife clean --run {run} --yes",
+            if n == 1 { "" } else { "s" }
+        );
+    }
     let scope = match (&opts.run, opts.older_than) {
         (Some(r), Some(d)) => format!(" of run {r} older than {}", crate::util::fmt_secs(d.as_secs_f64())),
         (Some(r), None) => format!(" of run {r}"),
@@ -80,7 +127,12 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         (None, None) => String::new(),
     };
     if matching.is_empty() {
-        let _ = writeln!(out, "no podlife namespaces{scope}");
+        let other = if outcome.in_progress.is_empty() {
+            ""
+        } else {
+            " to delete"
+        };
+        let _ = writeln!(out, "no podlife namespaces{scope}{other}");
         return Ok(outcome);
     }
     let _ = writeln!(out, "{:<63}  {:<8}  {:<10}  CASE", "NAMESPACE", "RUN", "AGE");

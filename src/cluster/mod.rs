@@ -25,6 +25,10 @@ pub const SUITE_LABEL: &str = "podlife.dev/suite";
 /// The node an `--each-node` copy of a case was pinned to (when the name fits a label value).
 pub const NODE_LABEL: &str = "podlife.dev/node";
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// Annotation on every namespace a run creates: the latest instant (RFC 3339) its attempt can
+/// still be using it, from the case's bounds (timeout, outage budget, settle, cleanup). Until
+/// then `podlife clean` takes the run for one in progress and leaves it alone unless named.
+pub const IN_USE_UNTIL: &str = "podlife.dev/in-use-until";
 pub const FIELD_MANAGER: &str = crate::observe::observer::OUR_FIELD_MANAGER;
 /// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
@@ -540,6 +544,8 @@ pub struct PodlifeNamespace {
     pub created: Option<jiff::Timestamp>,
     /// Being deleted already.
     pub terminating: bool,
+    /// Its `podlife.dev/in-use-until` annotation (absent on namespaces of older podlife).
+    pub in_use_until: Option<jiff::Timestamp>,
 }
 
 /// Namespaces podlife created (labelled `podlife.dev/run` and managed by podlife), of one run or
@@ -558,7 +564,14 @@ pub async fn namespaces_labelled(client: &Client, run_id: Option<&str>) -> Resul
         .into_iter()
         .filter_map(|n| {
             let labels = n.metadata.labels.unwrap_or_default();
+            let in_use_until = n
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(IN_USE_UNTIL))
+                .and_then(|t| t.parse().ok());
             Some(PodlifeNamespace {
+                in_use_until,
                 name: n.metadata.name?,
                 uid: n.metadata.uid?,
                 run: labels.get(RUN_LABEL)?.clone(),
@@ -776,13 +789,15 @@ impl CaseApi {
         suite: &str,
         case: &str,
         outage_budget: Duration,
+        in_use_until: jiff::Timestamp,
     ) -> Result<String, ClusterError> {
         let ns: Namespace = serde_json::from_value(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": {
                 "name": self.namespace,
-                "labels": { RUN_LABEL: run_id, SUITE_LABEL: suite, CASE_LABEL: case, MANAGED_BY: "podlife" }
+                "labels": { RUN_LABEL: run_id, SUITE_LABEL: suite, CASE_LABEL: case, MANAGED_BY: "podlife" },
+                "annotations": { IN_USE_UNTIL: in_use_until.to_string() }
             }
         }))
         .expect("static namespace object");

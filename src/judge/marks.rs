@@ -221,7 +221,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             // bounds the true start from above, so it narrows the interval.
             let first = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).min();
             let (precision, note) = match first {
-                Some(f) if f >= t && f < t + SECOND => (f.duration_since(t), ", ≤ first log line"),
+                Some(f) if f >= t && f < crate::util::ts_add(t, SECOND) => (f.duration_since(t), ", ≤ first log line"),
                 _ => (SECOND, ""),
             };
             Ok(Hit::new(
@@ -241,12 +241,12 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             // below, so the end lies in [max(finishedAt, last line), finishedAt + 1 s).
             let last = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).max();
             let (at, note) = match last {
-                Some(l) if l > t && l < t + SECOND => (l, ", ≥ last log line"),
+                Some(l) if l > t && l < crate::util::ts_add(t, SECOND) => (l, ", ≥ last log line"),
                 _ => (t, ""),
             };
             Ok(Hit::new(
                 at,
-                (t + SECOND).duration_since(at),
+                crate::util::ts_add(t, SECOND).duration_since(at),
                 Clock::Node,
                 format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
             )

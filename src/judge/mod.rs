@@ -1110,7 +1110,8 @@ pub fn restart_intervals(tl: &Timeline, container: &str, measure: BackoffMeasure
     let mut out = vec![];
     for w in insts.windows(2) {
         let (a, b) = (w[0], w[1]);
-        if b.instance != a.instance + 1 {
+        // checked: an instance number read from a timeline JSON may be u32::MAX.
+        if a.instance.checked_add(1) != Some(b.instance) {
             continue;
         }
         match measure {
@@ -1341,13 +1342,14 @@ fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> 
     let mut maybe = None;
     for h in marks::resolve_all(&spec, tl) {
         // True instants: X in [h.at, h.at + ph), A in [a.at, a.at + pa), B likewise.
-        let surely_after = h.at > a.at && h.at >= a.at + a.precision;
-        let maybe_after =
-            h.at + h.precision > a.at && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
+        let surely_after = h.at > a.at && h.at >= crate::util::ts_add(a.at, a.precision);
+        let maybe_after = crate::util::ts_add(h.at, h.precision) > a.at
+            && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
         let (surely_before, maybe_before) = match &b {
             Some(Ok(bh)) => (
-                h.at + h.precision <= bh.at && h.at < bh.at,
-                h.at < bh.at + bh.precision && !(h.at == bh.at && h.precision.is_zero() && bh.precision.is_zero()),
+                crate::util::ts_add(h.at, h.precision) <= bh.at && h.at < bh.at,
+                h.at < crate::util::ts_add(bh.at, bh.precision)
+                    && !(h.at == bh.at && h.precision.is_zero() && bh.precision.is_zero()),
             ),
             // No `before`, or it has not happened: the window is still open.
             _ => (true, true),

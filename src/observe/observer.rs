@@ -799,7 +799,7 @@ impl Observer {
         let window = |i: &Instance| -> Option<bool> {
             let start = i.started_at?;
             let after_start = time >= start;
-            let before_end = i.finished_at.is_none_or(|f| time < f + second);
+            let before_end = i.finished_at.is_none_or(|f| time < crate::util::ts_add(f, second));
             Some(after_start && before_end)
         };
         let instances: Vec<&Instance> = self.tl.instances_of(container).collect();

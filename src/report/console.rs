@@ -17,7 +17,8 @@ pub fn verdict_lines(verdicts: &[Verdict]) -> String {
         } else {
             v.index.to_string()
         };
-        out.push_str(&format!("  {tag} [{at}] {}\n", v.evidence));
+        // Evidence quotes log lines and recorded data: escaped so it cannot drive the terminal.
+        out.push_str(&format!("  {tag} [{at}] {}\n", crate::util::printable(&v.evidence)));
     }
     out
 }

@@ -33,11 +33,14 @@ impl std::str::FromStr for Threshold {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         if let Some(p) = s.trim().strip_suffix('%') {
-            return p
-                .trim()
-                .parse::<f64>()
-                .map(Threshold::Percent)
-                .map_err(|_| format!("invalid percentage `{s}`"));
+            // `NaN%` parses as a float but compares false with everything: it would silently
+            // turn the threshold off. Only a finite, non-negative percentage means something.
+            return match p.trim().parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 => Ok(Threshold::Percent(v)),
+                _ => Err(format!(
+                    "invalid percentage `{s}`: use a finite, non-negative number such as `20%`"
+                )),
+            };
         }
         humantime::parse_duration(s.trim())
             .map(|d| Threshold::Seconds(d.as_secs_f64()))
@@ -486,6 +489,9 @@ fn status_name(s: Option<CaseStatus>) -> String {
 
 /// The human table: fingerprints side by side, then every case that changed.
 pub fn render_table(d: &DiffReport) -> String {
+    // Everything quoted from the two summaries (case names, fingerprints, evidence) is escaped:
+    // a summary is a file anyone may hand over, and ESC or U+202E must not reach the terminal.
+    use crate::util::printable as p;
     let mut out = String::new();
     let fb = d.before_fingerprint.properties();
     let fa = d.after_fingerprint.properties();
@@ -495,15 +501,15 @@ pub fn render_table(d: &DiffReport) -> String {
     let get = |v: &[(String, String)], k: &str| {
         v.iter()
             .find(|(x, _)| x == k)
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| p(v))
             .unwrap_or_else(|| "—".into())
     };
-    let (head_b, head_a) = (format!("before ({})", d.before), format!("after ({})", d.after));
+    let (head_b, head_a) = (format!("before ({})", p(&d.before)), format!("after ({})", p(&d.after)));
     out.push_str(&format!("{:<28} {head_b:<34} {head_a}\n", "fingerprint"));
     for k in keys {
         let (x, y) = (get(&fb, k), get(&fa, k));
         let mark = if x != y { "  *" } else { "" };
-        out.push_str(&format!("{k:<28} {x:<34} {y}{mark}\n"));
+        out.push_str(&format!("{:<28} {x:<34} {y}{mark}\n", p(k)));
     }
     out.push('\n');
     let listed: Vec<&CaseDiff> = d.cases.iter().filter(|c| c.change != Change::Same).collect();
@@ -517,7 +523,7 @@ pub fn render_table(d: &DiffReport) -> String {
         for c in listed {
             out.push_str(&format!(
                 "{:<52} {:<12} {:<12} {}\n",
-                c.case,
+                p(&c.case),
                 status_name(c.before),
                 status_name(c.after),
                 change_name(c.change)
@@ -526,7 +532,11 @@ pub fn render_table(d: &DiffReport) -> String {
                 let tag = if f.is_regression() { "REGRESSION" } else { "changed" };
                 out.push_str(&format!(
                     "    {tag} [{}] {} {} → {}: {}\n",
-                    f.index, f.kind, f.before, f.after, f.evidence
+                    f.index,
+                    p(&f.kind),
+                    f.before,
+                    f.after,
+                    p(&f.evidence)
                 ));
             }
             for t in &c.timing {
@@ -535,10 +545,10 @@ pub fn render_table(d: &DiffReport) -> String {
                 out.push_str(&format!(
                     "    {tag} [{}] {}: {} → {}{pct}: {}\n",
                     t.index,
-                    timing_label(t),
+                    p(&timing_label(t)),
                     fmt_secs(t.before),
                     fmt_secs(t.after),
-                    t.reason
+                    p(&t.reason)
                 ));
             }
         }

@@ -85,8 +85,10 @@ fn ts(t: jiff::Timestamp) -> chrono_like::DateTime {
     chrono_like::from(t)
 }
 
+/// Seconds as a `Duration`, saturating: a duration read back from a `summary.json` (`rejudge`,
+/// `diff --format junit`) may be anything, and `from_secs_f64` panics on inf and overflow.
 fn dur(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
 fn test_case(c: &CaseReport) -> TestCase {

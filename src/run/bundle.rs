@@ -67,39 +67,109 @@ pub fn write(run_dir: &Path) -> std::io::Result<PathBuf> {
     r.map(|_| out)
 }
 
-/// A bundle unpacked into a private temporary folder, removed when this is dropped.
+/// A bundle unpacked into a private temporary folder (`tempfile::TempDir`: a random name, mode
+/// 0700), removed when this is dropped — on every path, errors and interrupts included (an exit
+/// at once on a second signal removes it too: see `remove_unpacked`).
 #[derive(Debug)]
 pub struct Extracted {
     /// The run folder inside (`<tmp>/<runid>`).
     pub dir: PathBuf,
-    root: PathBuf,
+    root: tempfile::TempDir,
+}
+
+impl Extracted {
+    /// The temporary folder everything was unpacked into.
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
 }
 
 impl Drop for Extracted {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
+        crate::util::remove_path_alias(self.root.path());
     }
 }
 
-/// Unpacks a bundle safely. Errors are one line naming the archive and the entry.
-pub fn extract(archive: &Path) -> Result<Extracted, String> {
-    let err = |m: String| format!("{}: {m}", archive.display());
-    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| e.to_string())?;
-    let root = std::env::temp_dir().join(format!(
-        "podlife-bundle-{}-{}",
-        std::process::id(),
-        jiff::Timestamp::now().as_nanosecond()
-    ));
-    std::fs::create_dir_all(&root).map_err(|e| err(format!("cannot create {}: {e}", root.display())))?;
+/// Removes every bundle folder still unpacked: for an exit at once (a second Ctrl-C), which
+/// runs no destructor.
+pub fn remove_unpacked() {
+    for p in crate::util::aliased_paths() {
+        let _ = std::fs::remove_dir_all(&p);
+    }
+}
+
+/// Why a bundle was not unpacked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtractError {
+    /// A one-line message naming the bundle (and the member at fault); exit 2.
+    Bad(String),
+    /// A signal came while unpacking; nothing unpacked is left.
+    Interrupted(super::interrupt::Interrupt),
+}
+
+impl ExtractError {
+    /// 2 for a bad bundle, 130/143/129 for a signal.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            ExtractError::Bad(_) => 2,
+            ExtractError::Interrupted(i) => i.exit_code,
+        }
+    }
+}
+
+impl std::fmt::Display for ExtractError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExtractError::Bad(m) => f.write_str(m),
+            ExtractError::Interrupted(i) => write!(
+                f,
+                "interrupted by {} while unpacking the bundle; its temporary folder was removed",
+                i.name
+            ),
+        }
+    }
+}
+
+/// How much is copied between two looks at `stop` (a 4 GiB bundle is checked ~65 000 times).
+const CHUNK: usize = 64 * 1024;
+
+/// Unpacks a bundle safely into a new temporary folder under the system's temp dir. Errors are
+/// one line naming the archive and the member, never the temporary folder.
+pub fn extract(
+    archive: &Path,
+    stop: &dyn Fn() -> Option<super::interrupt::Interrupt>,
+) -> Result<Extracted, ExtractError> {
+    extract_in(archive, &std::env::temp_dir(), stop)
+}
+
+/// `extract`, into a new folder under `parent`; `stop` is asked between entries and every
+/// 64 KiB, so a signal ends even the unpacking of one huge member at once.
+pub fn extract_in(
+    archive: &Path,
+    parent: &Path,
+    stop: &dyn Fn() -> Option<super::interrupt::Interrupt>,
+) -> Result<Extracted, ExtractError> {
+    let label = archive.display().to_string();
+    let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
+    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| ExtractError::Bad(e.to_string()))?;
+    let root = tempfile::Builder::new()
+        .prefix("podlife-bundle-")
+        .tempdir_in(parent)
+        .map_err(|e| err(format!("cannot create a temporary folder in {}: {e}", parent.display())))?;
+    crate::util::add_path_alias(root.path(), &label);
     // From here on `ex` removes the folder on every path, errors included.
     let mut ex = Extracted {
-        dir: root.clone(),
+        dir: root.path().to_path_buf(),
         root,
     };
     let mut ar = tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file)));
     let mut total: u64 = 0;
     let entries = ar.entries().map_err(|e| err(format!("not a tar.gz archive: {e}")))?;
+    let mut buf = vec![0u8; CHUNK];
     for (n, entry) in entries.enumerate() {
+        if let Some(i) = stop() {
+            return Err(ExtractError::Interrupted(i));
+        }
         if n >= MAX_ENTRIES {
             return Err(err(format!("more than {MAX_ENTRIES} entries: refused")));
         }
@@ -118,25 +188,33 @@ pub fn extract(archive: &Path) -> Result<Extracted, String> {
                 path.display()
             )));
         }
-        let dest = ex.root.join(&path);
+        let member = |e: std::io::Error| err(format!("member `{}`: {e}", path.display()));
+        let dest = ex.root.path().join(&path);
         match entry.header().entry_type() {
             tar::EntryType::Directory => {
-                std::fs::create_dir_all(&dest).map_err(|e| err(format!("{}: {e}", dest.display())))?;
+                std::fs::create_dir_all(&dest).map_err(member)?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if let Some(p) = dest.parent() {
-                    std::fs::create_dir_all(p).map_err(|e| err(format!("{}: {e}", p.display())))?;
+                    std::fs::create_dir_all(p).map_err(member)?;
                 }
-                let mut out = std::fs::File::create(&dest).map_err(|e| err(format!("{}: {e}", dest.display())))?;
-                let room = MAX_TOTAL_BYTES - total;
-                let copied = std::io::copy(&mut (&mut entry).take(room + 1), &mut out)
-                    .map_err(|e| err(format!("entry `{}`: {e}", path.display())))?;
-                total += copied;
-                if total > MAX_TOTAL_BYTES {
-                    return Err(err(format!(
-                        "unpacks to more than {} GiB: refused",
-                        MAX_TOTAL_BYTES >> 30
-                    )));
+                let mut out = std::fs::File::create(&dest).map_err(member)?;
+                loop {
+                    let got = entry.read(&mut buf).map_err(member)?;
+                    if got == 0 {
+                        break;
+                    }
+                    total += got as u64;
+                    if total > MAX_TOTAL_BYTES {
+                        return Err(err(format!(
+                            "unpacks to more than {} GiB: refused",
+                            MAX_TOTAL_BYTES >> 30
+                        )));
+                    }
+                    out.write_all(&buf[..got]).map_err(member)?;
+                    if let Some(i) = stop() {
+                        return Err(ExtractError::Interrupted(i));
+                    }
                 }
             }
             // Long names and pax headers are handled by the tar reader itself.
@@ -149,7 +227,7 @@ pub fn extract(archive: &Path) -> Result<Extracted, String> {
             }
         }
     }
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(&ex.root)
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(ex.root.path())
         .map_err(|e| err(e.to_string()))?
         .flatten()
         .map(|e| e.path())
@@ -157,16 +235,21 @@ pub fn extract(archive: &Path) -> Result<Extracted, String> {
         .collect();
     ex.dir = match runs.len() {
         1 => runs.remove(0),
-        0 if crate::run::is_run_folder(&ex.root) => ex.root.clone(),
+        0 if crate::run::is_run_folder(ex.root.path()) => ex.root.path().to_path_buf(),
         0 => return Err(err("no run folder inside (expected <runid>/summary.json)".into())),
         _ => return Err(err("several run folders inside; a bundle holds one run".into())),
     };
     Ok(ex)
 }
 
-/// `Some(extracted)` when `p` is a bundle, `None` for a folder.
-pub fn open(p: &Path) -> Result<Option<Extracted>, String> {
-    if is_bundle(p) { extract(p).map(Some) } else { Ok(None) }
+/// `Some(extracted)` when `p` is a bundle, `None` for a folder. Ctrl-C, SIGTERM or SIGHUP while
+/// it unpacks stop it, and the partly unpacked folder is removed.
+pub fn open(p: &Path) -> Result<Option<Extracted>, ExtractError> {
+    if is_bundle(p) {
+        super::interrupt::while_listening(|stop| extract(p, stop)).map(Some)
+    } else {
+        Ok(None)
+    }
 }
 
 /// Reads `BUNDLE.json` of an extracted bundle, if any (the podlife version that made it).
@@ -200,7 +283,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.tar.gz");
         std::fs::write(&p, bytes).unwrap();
-        extract(&p)
+        extract(&p, &|| None).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -221,8 +304,57 @@ mod tests {
         assert!(r.unwrap_err().contains("no run folder inside"));
         let ok = extract_bytes(&tar_gz(&[("abc/summary.json", b"{}", tar::EntryType::Regular)])).unwrap();
         assert!(ok.dir.ends_with("abc"));
-        let root = ok.root.clone();
+        let root = ok.root().to_path_buf();
         drop(ok);
         assert!(!root.exists(), "temporary folder removed on drop");
+    }
+
+    /// Issue 22.4 / 19.11: an unpacking stopped by a signal (here: the second look at `stop`,
+    /// in the middle of a member) leaves nothing in the temp dir, and no error names it.
+    #[test]
+    fn an_interrupted_extraction_removes_its_folder() {
+        let big = vec![0u8; 4 * CHUNK];
+        let bytes = tar_gz(&[
+            ("abc/big.bin", big.as_slice(), tar::EntryType::Regular),
+            ("abc/summary.json", b"{}", tar::EntryType::Regular),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("x.tar.gz");
+        std::fs::write(&archive, bytes).unwrap();
+        let parent = dir.path().join("tmp");
+        std::fs::create_dir(&parent).unwrap();
+        let looks = std::cell::Cell::new(0);
+        let stop = || {
+            looks.set(looks.get() + 1);
+            (looks.get() > 2).then_some(crate::run::interrupt::SIGTERM)
+        };
+        let r = extract_in(&archive, &parent, &stop);
+        assert_eq!(
+            r.unwrap_err(),
+            ExtractError::Interrupted(crate::run::interrupt::SIGTERM)
+        );
+        assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 0, "nothing left behind");
+        assert!(crate::util::aliased_paths().iter().all(|p| !p.starts_with(&parent)));
+    }
+
+    #[test]
+    fn errors_name_the_bundle_and_member_never_the_temporary_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("x.tar.gz");
+        // A file, then a folder under that file's name: unpacking the second fails.
+        let bytes = tar_gz(&[
+            ("abc/f", b"x", tar::EntryType::Regular),
+            ("abc/f/g", b"y", tar::EntryType::Regular),
+        ]);
+        std::fs::write(&archive, bytes).unwrap();
+        let parent = dir.path().join("tmp");
+        std::fs::create_dir(&parent).unwrap();
+        let e = extract_in(&archive, &parent, &|| None).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}: member `abc/f/g`", archive.display())),
+            "{e}"
+        );
+        assert!(!e.contains("podlife-bundle-"), "{e}");
+        assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 0);
     }
 }

@@ -131,6 +131,9 @@ fn conclude(
 }
 
 fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    // What was observed until the error is not a finished observation: stored and re-judged,
+    // it must not pass for one.
+    let tl = tl.map(|tl| Timeline { complete: false, ..tl });
     Attempt {
         status: AttemptStatus::Error,
         verdicts: vec![],
@@ -145,12 +148,18 @@ fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>)
 
 /// Replays a case from a recording folder: same observer, same judge, same step checks.
 pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
+    match Recording::read(dir) {
+        Ok(rec) => replay_recording(case, &rec),
+        Err(e) => errored(e.to_string(), Timestamp::now(), Instant::now(), None),
+    }
+}
+
+/// Judges a recording that was read: an attempt that did not finish live (interrupted, a
+/// harness error) stays so, with what it observed; a finished one is judged like live.
+pub fn replay_recording(case: &LoadedCase, rec: &Recording) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
-    let rec = match Recording::read(dir) {
-        Ok(r) => r,
-        Err(e) => return errored(e.to_string(), started, t0, None),
-    };
+    let dir = rec.dir.as_path();
     let tl = rec.timeline();
     // How a recorded live attempt ended is a fact of that run: replay it as it was.
     let o = &rec.outcome;
@@ -251,22 +260,83 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
     Some(failed_step(problem))
 }
 
+/// Reads a timeline JSON as `run` writes it, refusing a format this podlife does not read (one
+/// line naming the file and the field).
+pub fn read_timeline_file(path: &Path) -> Result<Timeline, String> {
+    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| e.to_string())?;
+    let tl = serde_json::from_str::<Timeline>(&text)
+        .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))?;
+    if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
+        return Err(format!(
+            "{}: format: timeline format {} is not supported by this podlife (reads format {})",
+            path.display(),
+            tl.format,
+            crate::observe::timeline::TIMELINE_FORMAT
+        ));
+    }
+    Ok(tl)
+}
+
+/// What judging a timeline adds when the timeline is not complete (its observation was cut
+/// short: Ctrl-C, a harness error, or a file saying so): the case is at most undecided, since
+/// what came after the cut is unknown.
+pub fn incomplete_verdict(tl: &Timeline) -> Option<Verdict> {
+    (!tl.complete).then(|| Verdict {
+        kind: "timeline".into(),
+        outcome: Outcome::Undecided,
+        ..failed_step(
+            "the timeline is incomplete (`complete: false`: its observation was cut short), so no verdict on it can be final"
+                .into(),
+        )
+    })
+}
+
 /// Judges a case on the timeline a run stored (`timelines/<suite>__<case>.json`): what is left
-/// to re-judge of a run recorded without raw recordings. Steps cannot be re-checked on it.
-pub fn judge_timeline_file(case: &LoadedCase, path: &Path) -> Attempt {
+/// to re-judge of a run recorded without raw recordings. `recorded` is how that attempt ended
+/// live (from `summary.json`): an interrupted or errored attempt stays so, a finished one is
+/// judged with its steps checked on the timeline, as `podlife judge` does.
+pub fn judge_timeline_file(case: &LoadedCase, path: &Path, recorded: Option<&Attempt>) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
-    let read = crate::files::read_string(path, crate::files::TIMELINE)
-        .map_err(|e| e.to_string())
-        .and_then(|text| {
-            serde_json::from_str::<Timeline>(&text)
-                .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))
-        });
-    match read {
-        // A stored timeline is a finished observation.
-        Ok(tl) => conclude(case, Timeline { complete: true, ..tl }, None, started, t0),
-        Err(e) => errored(e, started, t0, None),
+    let mut tl = match read_timeline_file(path) {
+        Ok(tl) => tl,
+        Err(e) => return errored(e, started, t0, None),
+    };
+    match recorded.map(|a| a.status) {
+        Some(AttemptStatus::Interrupted) => {
+            tl.complete = false;
+            return interrupted(started, t0, Some(tl));
+        }
+        Some(AttemptStatus::Error) => {
+            let e = recorded
+                .and_then(|a| a.error.clone())
+                .unwrap_or_else(|| "the attempt ended in a harness error".into());
+            return errored(e, started, t0, Some(tl));
+        }
+        _ => {}
     }
+    let step_failure = incomplete_verdict(&tl)
+        .or_else(|| objects_verdict(case, &tl))
+        .or_else(|| judge::steps_verdict(&case.spec, &tl));
+    conclude(case, tl, step_failure, started, t0)
+}
+
+/// The latest instant this attempt can still use its namespace (the `podlife.dev/in-use-until`
+/// annotation `podlife clean` reads): every bound the attempt runs under, added up — the case
+/// timeout, an outage budget and a request timeout for each request and wait (a wait is
+/// extended by the time the API was away), the settle tail, the cleanup, plus a minute for
+/// clock differences between the machine of this run and that of `clean`.
+fn in_use_until(case: &LoadedCase, env: &CaseEnv) -> Timestamp {
+    let waits = (case.spec.steps.len() + case.objects.len() + 4) as u32;
+    let bound = case
+        .timeout
+        .saturating_add(env.settle)
+        .saturating_add(env.cleanup_timeout)
+        .saturating_add(env.api_outage_budget.saturating_mul(waits))
+        .saturating_add(env.request_timeout.saturating_mul(waits))
+        .saturating_add(Duration::from_secs(60));
+    let bound = jiff::SignedDuration::try_from(bound).unwrap_or(jiff::SignedDuration::MAX);
+    crate::util::ts_add(Timestamp::now(), bound)
 }
 
 /// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
@@ -374,7 +444,13 @@ async fn observe_case(
     }
     // A case not started yet waits (within the outage budget) for an API that is away.
     match api
-        .create_namespace(&env.run_id, &case.suite, case.name(), env.api_outage_budget)
+        .create_namespace(
+            &env.run_id,
+            &case.suite,
+            case.name(),
+            env.api_outage_budget,
+            in_use_until(case, env),
+        )
         .await
     {
         Ok(uid) => {
@@ -619,6 +695,8 @@ async fn observe_case(
 }
 
 fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    // Cut short: the stored timeline says so (see `errored`).
+    let tl = tl.map(|tl| Timeline { complete: false, ..tl });
     Attempt {
         status: AttemptStatus::Interrupted,
         verdicts: vec![],

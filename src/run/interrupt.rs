@@ -103,3 +103,45 @@ impl Interrupts {
         }
     }
 }
+
+/// Runs `f` (blocking work before a run starts, such as unpacking a bundle) with Ctrl-C,
+/// SIGTERM and SIGHUP caught: `f` gets a `stop` function to ask whether one came, and must end
+/// early (cleaning up after itself) when it says so. Without this a signal would kill the
+/// process on the spot and leave behind whatever `f` was writing. Signals are listened to on a
+/// helper thread, which is stopped when `f` returns.
+pub fn while_listening<T>(f: impl FnOnce(&dyn Fn() -> Option<Interrupt>) -> T) -> T {
+    use std::sync::{Arc, Mutex};
+    let got: Arc<Mutex<Option<Interrupt>>> = Arc::default();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let seen = got.clone();
+    let helper = std::thread::Builder::new()
+        .name("podlife-signals".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                let _ = ready_tx.send(());
+                return;
+            };
+            rt.block_on(async move {
+                let mut interrupts = Interrupts::listen(None);
+                // Listening now: from here on a signal no longer kills the process.
+                let _ = ready_tx.send(());
+                tokio::select! {
+                    i = interrupts.next() => {
+                        *seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(i);
+                    }
+                    _ = done_rx => {}
+                }
+            });
+        });
+    if helper.is_ok() {
+        let _ = ready_rx.recv();
+    }
+    let stop = || *got.lock().unwrap_or_else(|p| p.into_inner());
+    let out = f(&stop);
+    let _ = done_tx.send(());
+    if let Ok(h) = helper {
+        let _ = h.join();
+    }
+    out
+}

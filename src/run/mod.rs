@@ -211,11 +211,26 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     let outcome = match &opts.replay.clone() {
         Some(dir) => {
             if !dir.is_dir() {
-                eprintln!("error: --replay {}: no such directory", dir.display());
+                crate::util::print_error(format!("--replay {}: no such directory", dir.display()));
                 return Err(ExitCode::from(2));
             }
             if let Err(e) = prepare_replay(&mut opts, &cases) {
-                eprintln!("error: {e}");
+                crate::util::print_error(&e);
+                return Err(ExitCode::from(2));
+            }
+            // A replay source holding nothing any selected case can replay (an empty folder, a
+            // symlink loop, the wrong folder) is an input error, not a run of ignored cases.
+            let selected = cases
+                .iter()
+                .filter(|(_, c)| crate::cli::selected(&c.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip))
+                .collect::<Vec<_>>();
+            if !selected.is_empty() && !selected.iter().any(|(_, c)| replayable(dir, c)) {
+                crate::util::print_error(format!(
+                    "--replay {}: no recording of any selected case (expected a run folder with recordings/ or timelines/, or a folder of recordings named after cases, e.g. {}/{})",
+                    dir.display(),
+                    dir.display(),
+                    selected[0].1.name()
+                ));
                 return Err(ExitCode::from(2));
             }
             let fp = replay_fingerprint(dir);
@@ -238,7 +253,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
             let cluster = match rt.block_on(Cluster::connect(&opts.connect)) {
                 Ok(c) => c,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    crate::util::print_error(&e);
                     return Err(ExitCode::from(2));
                 }
             };
@@ -249,7 +264,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
                     return Err(ExitCode::from(i.exit_code));
                 }
                 Err(RunError::Cluster(e)) => {
-                    eprintln!("error: {e}");
+                    crate::util::print_error(&e);
                     return Err(ExitCode::from(2));
                 }
             }
@@ -549,6 +564,8 @@ pub fn execute(
                 "interrupted again ({}): exiting now; remove what is left with `podlife clean --run {run_id} --yes`",
                 second.name
             );
+            // No destructor runs on this exit: remove an unpacked bundle here.
+            bundle::remove_unpacked();
             std::process::exit(i32::from(first.exit_code));
         });
     }
@@ -677,7 +694,11 @@ pub fn execute(
         if !runs {
             // libtest-mimic prints "ignored" without a reason; say why once, up front.
             if !opts.quiet {
-                eprintln!("ignored {}: {}", name, reason.as_deref().unwrap_or("ignored"));
+                eprintln!(
+                    "ignored {}: {}",
+                    name,
+                    crate::util::printable(reason.as_deref().unwrap_or("ignored"))
+                );
             }
             ignored_reports.push((slot, base.clone()));
         } else if runs {
@@ -718,7 +739,8 @@ pub fn execute(
         };
         let trial = libtest_mimic::Trial::ignorable_test(name, move || {
             let report = job();
-            let message = failure_message(&report);
+            // Evidence quotes logs and recordings: printed, it must not drive the terminal.
+            let message = crate::util::printable_lines(&failure_message(&report));
             let status = report.status;
             slots.lock().expect("reports")[slot] = Some(report);
             match status {
@@ -832,7 +854,11 @@ pub fn execute(
     let report_dir = opts.reports_dir.join(&run_id);
     RunOutcome {
         // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).
-        any_failed: summary.failed + summary.undecided + summary.errors > 0 || !summary.leftovers.is_empty(),
+        // Interrupted and not-run cases did not pass either: a replay or re-judging of an
+        // interrupted run (not itself interrupted, so no 130) must not exit 0.
+        any_failed: summary.failed + summary.undecided + summary.errors + summary.interrupted_cases + summary.not_run
+            > 0
+            || !summary.leftovers.is_empty(),
         summary,
         report_dir,
         interrupt,
@@ -1075,7 +1101,58 @@ fn replay_attempt(dir: &std::path::Path, case: &LoadedCase, node: Option<&str>, 
     if recs.is_dir() {
         return case::replay_case(case, &recs.join(format!("attempt-{n}")));
     }
-    case::judge_timeline_file(case, &stored_timeline(dir, case, node))
+    // No recordings: the run stored one timeline per case, its last attempt's. Only that
+    // attempt has evidence to re-judge; every other attempt is said to have none (judging the
+    // last attempt's timeline for each would turn N attempts into N copies of one sample).
+    let started = Timestamp::now();
+    let recorded = recorded_attempts(dir, case, node);
+    let last = recorded.as_ref().map_or(n, Vec::len);
+    if n != last {
+        return Attempt {
+            status: AttemptStatus::Error,
+            verdicts: vec![],
+            error: Some(format!(
+                "attempt {n} of {last}: the run kept no evidence of it (no recordings, and its stored timeline is the last attempt's): not re-judged"
+            )),
+            started,
+            duration_s: 0.0,
+            api_requests: 0,
+            cleanup: Default::default(),
+            timeline: None,
+        };
+    }
+    let original = recorded.as_ref().and_then(|a| a.last());
+    case::judge_timeline_file(case, &stored_timeline(dir, case, node), original)
+}
+
+/// The attempts a run folder's `summary.json` reports for a case (None: no readable summary
+/// or no such case).
+fn recorded_attempts(dir: &std::path::Path, case: &LoadedCase, node: Option<&str>) -> Option<Vec<Attempt>> {
+    let text = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY).ok()?;
+    let s: RunSummary = serde_json::from_str(&text).ok()?;
+    s.cases
+        .into_iter()
+        .find(|c| c.suite == case.suite && c.case == case.name() && c.target_node.as_deref() == node)
+        .map(|c| c.attempts)
+}
+
+/// Whether `dir` holds something to replay `case` from (on any node, for a fleet run).
+fn replayable(dir: &std::path::Path, case: &LoadedCase) -> bool {
+    if !is_run_folder(dir) {
+        return dir.join(case.name()).is_dir();
+    }
+    let stem = record::case_dir_name(&case.suite, case.name(), None);
+    let ours = |name: &str, suffix: &str| {
+        name.strip_suffix(suffix)
+            .is_some_and(|n| n == stem || n.strip_prefix(stem.as_str()).is_some_and(|r| r.starts_with('@')))
+    };
+    let any_in = |sub: &str, suffix: &str| {
+        std::fs::read_dir(dir.join(sub)).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_str().is_some_and(|n| ours(n, suffix)))
+        })
+    };
+    any_in("recordings", "") || any_in("timelines", ".json")
 }
 
 /// The timeline JSON a run folder holds for a case (the name `report::timeline_file` writes;
@@ -1118,6 +1195,17 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
             opts.repeat = u32::try_from(r).unwrap_or(1).max(1);
         }
     }
+    // Without run.json (a run made without recordings), the attempts `summary.json` lists are
+    // what the live run made: walk them all, so the last one — whose timeline is stored — is
+    // judged as itself (the replay never makes more than the live run made).
+    let most_tries = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+        .ok()
+        .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+        .and_then(|s| s.cases.iter().flat_map(|c| c.repetitions.iter().copied()).max())
+        .unwrap_or(1);
+    opts.retries = opts
+        .retries
+        .max(u32::try_from(most_tries.saturating_sub(1)).unwrap_or(0));
     for (_, case) in cases {
         if !could_be_selected(opts, case) {
             continue;

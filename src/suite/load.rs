@@ -222,15 +222,25 @@ impl Suite {
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
     let mut files = vec![];
     let mut errors = vec![];
+    // Folders walked and files taken, by canonical path: a symlink loop (`suites/again ->
+    // ..`) or a suite reached twice (`validate suites suites/a.yaml`) is read once.
+    let mut walked = BTreeSet::new();
+    let mut seen = BTreeSet::new();
     for p in paths {
         if p.is_dir() {
             let mut found = vec![];
-            walk(p, &mut found);
+            walk(p, &mut walked, &mut found);
             found.sort();
-            files.extend(found);
+            for f in found {
+                if seen.insert(f.canonicalize().unwrap_or_else(|_| f.clone())) {
+                    files.push(f);
+                }
+            }
         } else if p.exists() {
             // Not only regular files: a FIFO or a device is then refused by name when read.
-            files.push(p.clone());
+            if seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())) {
+                files.push(p.clone());
+            }
         } else {
             errors.push(Diag {
                 file: p.display().to_string(),
@@ -244,7 +254,12 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
     if errors.is_empty() { Ok(files) } else { Err(errors) }
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+fn walk(dir: &Path, walked: &mut BTreeSet<PathBuf>, out: &mut Vec<PathBuf>) {
+    // A folder already walked (reached again through a symlink, or a loop) is not walked again.
+    let Ok(canonical) = dir.canonicalize() else { return };
+    if !walked.insert(canonical) {
+        return;
+    }
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
@@ -253,7 +268,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
             if p.file_name().is_some_and(|n| n == "manifests") {
                 continue;
             }
-            walk(&p, out);
+            walk(&p, walked, out);
         } else if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")) {
             out.push(p);
         }

@@ -20,7 +20,8 @@ pub struct Dur(pub Duration);
 
 impl Dur {
     pub fn from_secs_f64(s: f64) -> Self {
-        Dur(Duration::from_secs_f64(s.max(0.0)))
+        // Saturating: `Duration::from_secs_f64` panics on inf and overflow.
+        Dur(Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX))
     }
     pub fn as_secs_f64(self) -> f64 {
         self.0.as_secs_f64()

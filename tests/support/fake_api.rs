@@ -238,6 +238,8 @@ struct Ns {
     uid: String,
     gone_at: Option<Instant>,
     labels: Value,
+    /// As created (`podlife.dev/in-use-until`, ...); Null when none.
+    annotations: Value,
     created: String,
 }
 
@@ -335,15 +337,26 @@ impl FakeState {
 
     /// A namespace that exists before the run (someone else's, or a leftover of an earlier run).
     pub fn add_namespace(&mut self, name: &str, labels: Value, created: &str) {
+        self.add_namespace_annotated(name, labels, Value::Null, created);
+    }
+
+    /// `add_namespace` with annotations (e.g. `podlife.dev/in-use-until` of a run in progress).
+    pub fn add_namespace_annotated(&mut self, name: &str, labels: Value, annotations: Value, created: &str) {
         self.namespaces.insert(
             name.to_string(),
             Ns {
                 uid: format!("uid-preexisting-{name}"),
                 gone_at: None,
                 labels,
+                annotations,
                 created: created.to_string(),
             },
         );
+    }
+
+    /// The annotations a namespace was created with (Null when none).
+    pub fn namespace_annotations(&self, name: &str) -> Value {
+        self.namespaces.get(name).map_or(Value::Null, |n| n.annotations.clone())
     }
 
     /// Whether the namespace exists (not deleted, or still terminating).
@@ -578,6 +591,7 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     uid: uid.clone(),
                     gone_at: None,
                     labels: body["metadata"]["labels"].clone(),
+                    annotations: body["metadata"]["annotations"].clone(),
                     created: Timestamp::now().to_string(),
                 },
             );
@@ -796,6 +810,9 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
 
 fn ns_object(name: &str, ns: &Ns, terminating: bool) -> Value {
     let mut meta = json!({"name": name, "uid": ns.uid, "resourceVersion": "5", "labels": ns.labels});
+    if !ns.annotations.is_null() {
+        meta["annotations"] = ns.annotations.clone();
+    }
     if !ns.created.is_empty() {
         meta["creationTimestamp"] = json!(ns.created);
     }
