@@ -713,8 +713,14 @@ impl Observer {
         insert
     }
 
-    /// Picks the instance a log line belongs to: the hint when its status window (whole
-    /// seconds, so widened by 1 s) contains the line, else the instance whose window does.
+    /// Picks the instance a log line belongs to: the instance whose stream it came from
+    /// (`hint`). A process prints before the runtime records its `startedAt` (whole seconds), so
+    /// a line before the hint's `startedAt` is still the hint's (A3 of 2026-12-01-b: instance
+    /// 1's "run 2" at :23.996, its startedAt :24, instance 0's finishedAt :23). Only a line
+    /// after the hint's end (at or past `finishedAt` + 1 s) cannot be the hint's: a resumed
+    /// fetch of the container's current log after a restart returns the next instance's lines,
+    /// so it goes to the later instance whose window holds it. Without a hint (a CRI log file),
+    /// the status windows decide.
     fn attribute(&self, container: &str, hint: Option<u32>, time: Timestamp) -> u32 {
         let second = jiff::SignedDuration::from_secs(1);
         let window = |i: &Instance| -> Option<bool> {
@@ -725,17 +731,21 @@ impl Observer {
         };
         let instances: Vec<&Instance> = self.tl.instances_of(container).collect();
         if let Some(h) = hint {
-            match instances.iter().find(|i| i.instance == h) {
-                None => return h,
-                Some(i) if window(i) != Some(false) => return h,
-                _ => {}
+            let ended_before = instances
+                .iter()
+                .find(|i| i.instance == h)
+                .and_then(|i| i.finished_at)
+                .is_some_and(|f| time >= f + second);
+            if !ended_before {
+                return h;
             }
+            return instances
+                .iter()
+                .find(|i| i.instance > h && window(i) == Some(true))
+                .map_or(h, |i| i.instance);
         }
         if let Some(i) = instances.iter().find(|i| window(i) == Some(true)) {
             return i.instance;
-        }
-        if let Some(h) = hint {
-            return h;
         }
         instances
             .iter()
