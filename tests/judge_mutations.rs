@@ -3,7 +3,7 @@
 
 mod support;
 
-use podlife::judge::{Outcome, judge_case};
+use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::Recording;
 use support::judging::{fails_with, judge, pass, rec};
 
@@ -102,9 +102,12 @@ fn gap_with_status_times_is_widened_and_says_so() {
     let v = judge(
         "restart-never-success",
         marks,
-        "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}",
+        "- gap: {from: s, to: t, target: 1s, tolerance: 600ms}\n- gap: {from: s, to: t, min: 5s}\n- gap: {from: s, to: t, target: 1s, tolerance: 100ms}",
     );
     pass(&v[0]);
+    // What is left of the second (999.5 ms) is wider than a ±100 ms window: never a pass.
+    assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
+    assert!(v[2].facts.contains(&Fact::CoarserThanTolerance), "{:?}", v[2].facts);
     assert!(
         v[0].evidence.contains("≤ first log line") && v[0].evidence.contains("≥ last log line"),
         "{}",
