@@ -1496,6 +1496,22 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             ));
         }
     }
+    // The kubelet's own word: each CrashLoopBackOff waiting message names the back-off it is
+    // waiting out ("back-off 10s restarting failed container=main ..."). Read directly, free of
+    // the re-sync jitter that widens the interval bounds, it tells a 10 s base from a 20 s one.
+    let announced = announced_backoffs(tl, name);
+    let nominal = nominal_steps(b, announced.len());
+    for (k, (got, want)) in announced.iter().zip(&nominal).enumerate() {
+        if (got - want).abs() > 1e-6 {
+            bad.push(format!(
+                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message), the model's step is {}",
+                fmt_secs(*got),
+                ordinal(k + 1),
+                fmt_secs(*got),
+                fmt_secs(*want)
+            ));
+        }
+    }
     let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() {
         b.intervals.len() as u32
     } else {
@@ -1523,7 +1539,17 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             ),
             None => "explicit bounds".into(),
         };
-        pass(format!("backoff `{name}` ({measure}): measured {shown} within {model}"))
+        let said = if announced.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the kubelet announced back-off [{}]",
+                announced.iter().map(|a| fmt_secs(*a)).collect::<Vec<_>>().join(", ")
+            )
+        };
+        pass(format!(
+            "backoff `{name}` ({measure}): measured {shown} within {model}{said}"
+        ))
     };
     j.measures = ivs
         .iter()
@@ -1535,6 +1561,99 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         .collect();
     j.measured = measured;
     j
+}
+
+/// The back-offs the kubelet announced for `container`, in order, one per distinct wait: the
+/// duration in its CrashLoopBackOff waiting messages ("back-off 10s restarting failed
+/// container=main pod=..."), consecutive repeats of one wait counted once.
+pub fn announced_backoffs(tl: &Timeline, container: &str) -> Vec<f64> {
+    let mut out: Vec<f64> = vec![];
+    let mut last_restarts = None;
+    for s in &tl.snapshots {
+        let Some(c) = s.container(container) else { continue };
+        let State::Waiting {
+            reason: Some(r),
+            message: Some(m),
+        } = &c.state
+        else {
+            continue;
+        };
+        if r != "CrashLoopBackOff" {
+            continue;
+        }
+        let Some(d) = m
+            .strip_prefix("back-off ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(go_duration)
+        else {
+            continue;
+        };
+        // One wait per restartCount: the same wait is shown in many snapshots.
+        if last_restarts != Some(c.restart_count) {
+            out.push(d);
+            last_restarts = Some(c.restart_count);
+        }
+    }
+    out
+}
+
+/// A Go duration as the kubelet prints it (`10s`, `1m20s`, `5m0s`), in seconds.
+fn go_duration(t: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut num = String::new();
+    let mut any = false;
+    let mut chars = t.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch.is_ascii_digit() || ch == '.' {
+            num.push(ch);
+            continue;
+        }
+        let v: f64 = num.parse().ok()?;
+        num.clear();
+        let unit = match ch {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        total += v * unit;
+        any = true;
+    }
+    (any && num.is_empty()).then_some(total)
+}
+
+/// The back-off steps an expectation models, in order, for the waits the kubelet announces
+/// (the immediate first restart announces none): the doubling's steps, or each explicit
+/// interval's lower bound (the kubelet never restarts before its back-off expires).
+fn nominal_steps(b: &BackoffExpect, n: usize) -> Vec<f64> {
+    if let Some(d) = &b.doubling {
+        let base = d.base.as_secs_f64();
+        (0..n)
+            .map(|k| {
+                let v = base * d.factor.powi(k as i32);
+                d.cap.map_or(v, |c| v.min(c.as_secs_f64()))
+            })
+            .collect()
+    } else {
+        b.intervals
+            .iter()
+            .filter_map(|x| x.min.map(|m| m.as_secs_f64()).filter(|m| *m > 0.0))
+            .take(n)
+            .collect()
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    match n {
+        1 => "first".into(),
+        2 => "second".into(),
+        3 => "third".into(),
+        n => format!("{n}th"),
+    }
 }
 
 /// The bounds `(min, max)` of the `i`-th (from 0) back-off interval.
