@@ -354,3 +354,42 @@ fn targeting_flags_are_refused_with_replay() {
         .assert()
         .code(2);
 }
+
+/// 19.3: a harness error followed by a passing retry is no flake of the node: the case passed,
+/// its area is conformant, and the error is reported beside the pass (JUnit, HTML, console).
+/// A failure followed by a passing retry is flaky: not conformant, a JUnit failure.
+#[test]
+fn a_harness_error_before_a_passing_retry_is_reported_but_not_a_flake() {
+    let mut errored = attempt(AttemptStatus::Error, vec![]);
+    errored.error = Some("delete pod: client error (Connect)".into());
+    let outcomes = stats::repetition_outcomes(&[errored.clone(), attempt(AttemptStatus::Passed, vec![])], &[2]);
+    let mut passed = report("termination", "termination", "a", CaseStatus::Passed, None);
+    passed.status = stats::case_status(&outcomes, false);
+    passed.attempts = vec![errored, attempt(AttemptStatus::Passed, vec![])];
+    passed.repetitions = vec![2];
+    passed.pass_rate = stats::pass_rate(&outcomes);
+    assert_eq!(passed.status, CaseStatus::Passed);
+    let note = podlife::results::harness_error_note(&passed).unwrap();
+    assert!(
+        note.contains("1 harness error(s), not counted against the node") && note.contains("Connect"),
+        "{note}"
+    );
+    let mut flaky = report("termination", "termination", "b", CaseStatus::Passed, None);
+    flaky.attempts = vec![
+        attempt(AttemptStatus::Failed, vec![]),
+        attempt(AttemptStatus::Passed, vec![]),
+    ];
+    flaky.repetitions = vec![2];
+    flaky.status = stats::case_status(&[AttemptStatus::Passed], true);
+    flaky.pass_rate = 1.0;
+    assert_eq!(flaky.status, CaseStatus::Flaky);
+    let areas = stats::certify(std::slice::from_ref(&passed));
+    assert_eq!(areas[0].verdict, AreaVerdict::Conformant);
+    let areas = stats::certify(&[passed.clone(), flaky.clone()]);
+    assert_eq!(areas[0].verdict, AreaVerdict::NotConformant);
+    let msg = podlife::results::failure_message(&flaky);
+    assert!(
+        msg.starts_with("flaky, not certified:") && msg.contains("1 of 2 attempt(s) failed"),
+        "{msg}"
+    );
+}
