@@ -182,3 +182,37 @@ fn a5_init_fail_always_backoff_reads_each_instance_own_lines() {
     let bad = not_passing(&builtin("init-containers::init-fail-always", &tl));
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// 18.5: with busybox 1.38 the kill tick stalled after the trap (A1, A2, A4): the last tick was
+/// taken for the kill, so `delete-grace-override` measured 184-472 ms for a 2 s grace and failed,
+/// A4's `sigterm-ignored` 6.5 ms and failed, and A2's passed "expected 5s ±100ms, measured 4.42s
+/// [tolerance widened by 4.42s]". The kill must agree with finishedAt (whole seconds), and a
+/// measurement coarser than its window is never a pass: every kill gap is undecided now.
+#[test]
+fn a1_a2_a4_a_stalled_kill_tick_is_undecided_never_passed_nor_failed() {
+    for (rec, full) in [
+        ("8pgadlfn-delete-grace-override", "termination::delete-grace-override"),
+        ("9gwdiumz-delete-grace-override", "termination::delete-grace-override"),
+        ("9gwdiumz-sigterm-ignored", "termination::sigterm-ignored"),
+        ("xf19w95f-sigterm-ignored", "termination::sigterm-ignored"),
+    ] {
+        let (_d, tl, _rec) = recording(rec);
+        let v = builtin(full, &tl);
+        let kills: Vec<_> = v
+            .iter()
+            .filter(|v| v.kind == "gap" && v.subject.ends_with("→`kill`"))
+            .collect();
+        assert_eq!(kills.len(), 2, "{rec}");
+        for k in kills {
+            assert_eq!(k.outcome, Outcome::Undecided, "{rec}: {}", k.evidence);
+            assert!(
+                k.facts.contains(&Fact::KillDisagreesWithFinishedAt) || k.facts.contains(&Fact::CoarserThanTolerance),
+                "{rec}: {:?} {}",
+                k.facts,
+                k.evidence
+            );
+        }
+        let failed: Vec<_> = v.iter().filter(|v| v.outcome == Outcome::Fail).map(|v| &v.evidence).collect();
+        assert!(failed.is_empty(), "{rec}: {failed:#?}");
+    }
+}
