@@ -481,7 +481,7 @@ fn event_absence_and_exact_counts_are_only_as_strong_as_events() {
         &tl,
         "",
         &format!(
-            "- never: {{mark: {{event: {{reason: FailedMount}}}}}}\n- event: {{reason: Unhealthy, container: main, count: {unhealthy}}}\n- event: {{reason: Unhealthy, container: main, count: {{atLeast: 6}}}}"
+            "- never: {{mark: {{event: {{reason: Unhealthy, message: never-this}}}}}}\n- event: {{reason: Unhealthy, container: main, count: {unhealthy}}}\n- event: {{reason: Unhealthy, container: main, count: {{atLeast: 6}}}}\n- never: {{mark: {{event: {{reason: FailedMount}}}}}}"
         ),
     );
     for v in &v[..2] {
@@ -491,6 +491,8 @@ fn event_absence_and_exact_counts_are_only_as_strong_as_events() {
     }
     // A lower bound met stands: what was seen was seen.
     pass(&v[2]);
+    // Another reason's absence is not touched by Unhealthy's burst.
+    pass(&v[3]);
     // A quiet pod: the absence passes, and says what it rests on.
     let v = judge(
         "restart-never-success",
