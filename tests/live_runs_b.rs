@@ -212,7 +212,11 @@ fn a1_a2_a4_a_stalled_kill_tick_is_undecided_never_passed_nor_failed() {
                 k.evidence
             );
         }
-        let failed: Vec<_> = v.iter().filter(|v| v.outcome == Outcome::Fail).map(|v| &v.evidence).collect();
+        let failed: Vec<_> = v
+            .iter()
+            .filter(|v| v.outcome == Outcome::Fail)
+            .map(|v| &v.evidence)
+            .collect();
         assert!(failed.is_empty(), "{rec}: {failed:#?}");
     }
 }
