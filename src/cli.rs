@@ -886,9 +886,10 @@ fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         &defs,
     );
     crate::outln!(
-        "re-judged run {} with {suites_label}: {} passed, {} failed, {} undecided, {} errors, {} ignored{}; against the original:",
+        "re-judged run {} with {suites_label}: {} passed, {} flaky, {} failed, {} undecided, {} errors, {} ignored{}; against the original:",
         crate::util::printable(&original.run_id),
-        outcome.summary.passed + outcome.summary.flaky,
+        outcome.summary.passed,
+        outcome.summary.flaky,
         outcome.summary.failed,
         outcome.summary.undecided,
         outcome.summary.errors,

@@ -489,7 +489,7 @@ fn pass_and_undecided_only_is_an_undecided_case_everywhere() {
     let stdout = String::from_utf8_lossy(&again.stdout);
     assert_eq!(again.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains(": 0 passed, 0 failed, 2 undecided, 0 errors, 0 ignored;"),
+        stdout.contains(": 0 passed, 0 flaky, 0 failed, 2 undecided, 0 errors, 0 ignored;"),
         "{stdout}"
     );
 }

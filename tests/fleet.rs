@@ -290,7 +290,7 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .unwrap();
     let text = String::from_utf8_lossy(&rejudged.stdout);
     assert!(
-        text.contains("5 passed, 1 failed"),
+        text.contains("5 passed, 0 flaky, 1 failed"),
         "{text}\n{}",
         String::from_utf8_lossy(&rejudged.stderr)
     );

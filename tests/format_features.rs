@@ -7,7 +7,7 @@
 
 mod support;
 
-use podlife::judge::{Outcome, judge_case};
+use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::{Recording, Timeline};
 use support::judging::{fails_with, judge, load, pass, rec, root, suite_yaml};
 
@@ -116,13 +116,17 @@ fn gap_for_each_instance() {
     let v = judge(
         "restart-always-crashloop",
         marks,
-        // finishedAt is whole seconds, narrowed by the line; `sleep 2` plus process exit.
-        "- gap: {from: line, to: end, forEachInstance: main, target: 2s, tolerance: 300ms}\n- gap: {from: line, to: end, forEachInstance: main, max: 1s}",
+        // finishedAt is whole seconds, narrowed by the line; `sleep 2` plus process exit: the
+        // window must be wider than that second (a coarser measurement is never a pass).
+        "- gap: {from: line, to: end, forEachInstance: main, target: 2s, tolerance: 600ms}\n- gap: {from: line, to: end, forEachInstance: main, max: 1s}\n- gap: {from: line, to: end, forEachInstance: main, target: 2s, tolerance: 300ms}",
     );
     pass(&v[0]);
     assert!(v[0].evidence.contains("6 instance(s)"), "{}", v[0].evidence);
     assert_eq!(v[0].measured.len(), 6, "{:?}", v[0].measured);
     fails_with(&v[1], "main#0 out of bounds");
+    // 1 s of status precision against a 600 ms window: no instance is measured well enough.
+    assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
+    assert!(v[2].facts.contains(&Fact::InstanceUnmeasured), "{:?}", v[2].facts);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod support;
 
-use podlife::judge::{Outcome, judge_case};
+use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::Recording;
 use support::judging::{fails_with, judge, pass, rec};
 
@@ -102,9 +102,12 @@ fn gap_with_status_times_is_widened_and_says_so() {
     let v = judge(
         "restart-never-success",
         marks,
-        "- gap: {from: s, to: t, target: 1s, tolerance: 100ms}\n- gap: {from: s, to: t, min: 5s}",
+        "- gap: {from: s, to: t, target: 1s, tolerance: 600ms}\n- gap: {from: s, to: t, min: 5s}\n- gap: {from: s, to: t, target: 1s, tolerance: 100ms}",
     );
     pass(&v[0]);
+    // What is left of the second (999.5 ms) is wider than a ±100 ms window: never a pass.
+    assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
+    assert!(v[2].facts.contains(&Fact::CoarserThanTolerance), "{:?}", v[2].facts);
     assert!(
         v[0].evidence.contains("≤ first log line") && v[0].evidence.contains("≥ last log line"),
         "{}",
@@ -190,9 +193,11 @@ fn backoff_from_logs() {
     let v = judge(
         "restart-always-crashloop",
         "",
-        "- backoff: {container: main, measure: logs, intervals: [{max: 3s}, {min: 12s, max: 17s}]}\n- backoff: {container: main, measure: logs, intervals: [{max: 1s}]}",
+        "- backoff: {container: main, measure: logs, intervals: [{max: 3s}, {min: 10s, max: 17s}]}\n- backoff: {container: main, measure: logs, intervals: [{max: 1s}]}\n- backoff: {container: main, measure: logs, intervals: [{max: 3s}, {min: 12s, max: 17s}]}",
     );
     pass(&v[0]);
+    // An interval's `min` is the back-off the kubelet waits out: it announced 10 s, not 12 s.
+    fails_with(&v[2], "the kubelet announced back-off 10s for its first wait");
     fails_with(&v[1], "= 2.494s not in ≤1s");
 }
 
@@ -379,4 +384,285 @@ fn statuses_and_rows_with_a_pod_watch_gap() {
     assert_eq!(v[1].outcome, Outcome::Fail, "{}", v[1].evidence);
     assert_eq!(v[2].outcome, Outcome::Undecided, "{}", v[2].evidence);
     fails_with(&v[3], "observed Initialized=False");
+}
+
+/// The timeline of recording `name` and the case judging `expect` with `marks` on it.
+fn judged_on(name: &str, tl: &podlife::observe::Timeline, marks: &str, expect: &str) -> Vec<podlife::judge::Verdict> {
+    let case = support::judging::load(&support::judging::suite_yaml(
+        &rec(name).join("manifest.yaml"),
+        "",
+        marks,
+        expect,
+    ));
+    judge_case(&case.spec, tl)
+}
+
+fn events_gap() -> podlife::observe::Gap {
+    podlife::observe::Gap {
+        source: podlife::observe::EvidenceSource::Events,
+        from: None,
+        to: None,
+        clock: Default::default(),
+        reason: "events watch down (test)".into(),
+    }
+}
+
+/// 19.5: with whole evidence, a required mark that never came is the node's failure (it was
+/// undecided, "not a node failure"); a gap that could hide it keeps it undecided.
+#[test]
+fn a_required_mark_that_never_came_fails_on_whole_evidence() {
+    let expect = "- gap: {from: {log: {container: main, regex: '^start$'}}, to: {event: {reason: OOMKilling}}, max: 10s}\n\
+                  - never: {mark: {event: {reason: Killing}}, before: {event: {reason: OOMKilling}}}\n\
+                  - never: {mark: {phase: Running}, after: {event: {reason: OOMKilling}}}";
+    let tl = Recording::read(&rec("restart-never-success")).unwrap().timeline();
+    assert!(tl.gaps.is_empty() && tl.complete);
+    let v = judged_on("restart-never-success", &tl, "", expect);
+    for v in &v {
+        assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+        assert!(v.facts.contains(&Fact::MarkAbsent), "{:?}", v.facts);
+        assert!(v.evidence.contains("OOMKilling"), "{}", v.evidence);
+    }
+    // The events watch was down: OOMKilling may hide there.
+    let mut gappy = tl.clone();
+    gappy.gaps.push(events_gap());
+    for v in judged_on("restart-never-success", &gappy, "", expect) {
+        assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+        assert!(v.evidence.contains("events watch down (test)"), "{}", v.evidence);
+    }
+}
+
+/// 19.4: `forEachInstance` passed over an instance it never measured because its evidence fell
+/// in a gap; such an instance makes the quantifier undecided.
+#[test]
+fn for_each_instance_is_undecided_over_an_instance_a_gap_hid() {
+    let marks = "line: {firstLogLine: {container: main, instance: each}}\nend: {containerTerminated: {container: main, instance: each}}";
+    let expect = "- gap: {from: line, to: end, forEachInstance: main, target: 2s, tolerance: 600ms}";
+    let tl = Recording::read(&rec("restart-always-crashloop")).unwrap().timeline();
+    let v = judged_on("restart-always-crashloop", &tl, marks, expect);
+    pass(&v[0]);
+    // Instance 2's log lost: its `from` (first line) may lie in the gap.
+    let mut lost = tl.clone();
+    lost.logs.retain(|l| !(l.container == "main" && l.instance == 2));
+    lost.gaps.push(podlife::observe::Gap {
+        source: podlife::observe::EvidenceSource::Logs {
+            container: Some("main".into()),
+            instance: Some(2),
+        },
+        from: None,
+        to: None,
+        clock: Default::default(),
+        reason: "log stream of main#2 failed (test)".into(),
+    });
+    let v = judged_on("restart-always-crashloop", &lost, marks, expect);
+    assert_eq!(v[0].outcome, Outcome::Undecided, "{}", v[0].evidence);
+    assert!(v[0].facts.contains(&Fact::InstanceUnmeasured), "{:?}", v[0].facts);
+    assert!(v[0].evidence.contains("#2 not measured"), "{}", v[0].evidence);
+}
+
+/// 19.8: events are lossy on a healthy node. An absence or an exact count is undecided once the
+/// recorder's spam-filter burst was reached; otherwise it passes, saying how strong it is.
+#[test]
+fn event_absence_and_exact_counts_are_only_as_strong_as_events() {
+    // probe-liveness-exec, as if its probe had failed for minutes: its last Unhealthy item
+    // stands for 22 more repetitions (a `count` jump), 30 in all, beyond the recorder's burst of 25.
+    let mut tl = Recording::read(&rec("probe-liveness-exec")).unwrap().timeline();
+    let last = tl.events.iter_mut().rev().find(|e| e.reason == "Unhealthy").unwrap();
+    last.repeats += 22;
+    last.count += 22;
+    let unhealthy: u64 = tl
+        .events
+        .iter()
+        .filter(|e| e.reason == "Unhealthy")
+        .map(|e| u64::from(e.repeats.max(1)))
+        .sum();
+    assert!(unhealthy >= 25, "{unhealthy}");
+    let v = judged_on(
+        "probe-liveness-exec",
+        &tl,
+        "",
+        &format!(
+            "- never: {{mark: {{event: {{reason: Unhealthy, message: never-this}}}}}}\n- event: {{reason: Unhealthy, container: main, count: {unhealthy}}}\n- event: {{reason: Unhealthy, container: main, count: {{atLeast: 6}}}}\n- never: {{mark: {{event: {{reason: FailedMount}}}}}}"
+        ),
+    );
+    for v in &v[..2] {
+        assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+        assert!(v.facts.contains(&Fact::EventsLossy), "{:?}", v.facts);
+        assert!(v.evidence.contains("spam-filter burst"), "{}", v.evidence);
+    }
+    // A lower bound met stands: what was seen was seen.
+    pass(&v[2]);
+    // Another reason's absence is not touched by Unhealthy's burst.
+    pass(&v[3]);
+    // A quiet pod: the absence passes, and says what it rests on.
+    let v = judge(
+        "restart-never-success",
+        "",
+        "- never: {mark: {event: {reason: FailedMount}}}",
+    );
+    pass(&v[0]);
+    assert!(v[0].facts.contains(&Fact::EventsLossy), "{:?}", v[0].facts);
+    assert!(v[0].evidence.contains("events are best effort"), "{}", v[0].evidence);
+}
+
+/// Moves every instance of `container` from the `k`-th (from 0) on by `by`: its status times,
+/// and its log lines.
+fn delay_from(tl: &mut podlife::observe::Timeline, container: &str, k: u32, by: jiff::SignedDuration) {
+    for i in tl
+        .instances
+        .iter_mut()
+        .filter(|i| i.container == container && i.instance >= k)
+    {
+        i.started_at = i.started_at.map(|t| t + by);
+        i.finished_at = i.finished_at.map(|t| t + by);
+    }
+    for l in tl
+        .logs
+        .iter_mut()
+        .filter(|l| l.container == container && l.instance >= k)
+    {
+        l.time += by;
+    }
+}
+
+/// A kubelet with a 20 s back-off base: each announced back-off doubled, each wait after the
+/// immediate first restart 10 s, 20 s, ... longer (the instances moved accordingly).
+fn twenty_second_base(tl: &podlife::observe::Timeline, container: &str) -> podlife::observe::Timeline {
+    let mut tl = tl.clone();
+    for s in tl.snapshots.iter_mut() {
+        for c in s.containers.iter_mut().filter(|c| c.name == container) {
+            if let podlife::observe::State::Waiting { message: Some(m), .. } = &mut c.state {
+                let doubled = m
+                    .replace("back-off 20s", "back-off 40s")
+                    .replace("back-off 10s", "back-off 20s");
+                *m = doubled;
+            }
+        }
+    }
+    // Restart 2 waits 20 s instead of 10, restart 3 40 s instead of 20: +10 s, then +20 s more.
+    delay_from(&mut tl, container, 2, jiff::SignedDuration::from_secs(10));
+    delay_from(&mut tl, container, 3, jiff::SignedDuration::from_secs(20));
+    tl
+}
+
+/// 19.7: the three 3-restart back-off cases accepted a kubelet with a 20 s back-off base (its
+/// intervals 0, 20, 40 s fit the widened bounds). Broken-node mutations of their real
+/// timelines: a 20 s base, and a first restart 5 s late, must fail; the real timeline passes.
+#[test]
+fn broken_back_off_mutations_of_real_timelines_fail() {
+    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    for (full, recording, container) in [
+        ("restart-policy::restart-always-exit0", "restart-always-exit0", "main"),
+        ("hooks::poststart-fail", "poststart-fail", "main"),
+        ("init-containers::init-fail-always", "init-fail-always", "init-1"),
+    ] {
+        let case = suites
+            .iter()
+            .flat_map(|s| &s.cases)
+            .find(|c| c.full_name() == full)
+            .unwrap();
+        let tl = Recording::read(&rec(recording)).unwrap().timeline();
+        let backoffs = |tl: &podlife::observe::Timeline| -> Vec<podlife::judge::Verdict> {
+            judge_case(&case.spec, tl)
+                .into_iter()
+                .filter(|v| v.kind == "backoff")
+                .collect()
+        };
+        let real = backoffs(&tl);
+        assert!(!real.is_empty(), "{full} has no backoff expectation");
+        for v in &real {
+            assert_eq!(v.outcome, Outcome::Pass, "{full}: {}", v.evidence);
+        }
+        let doubled = backoffs(&twenty_second_base(&tl, container));
+        assert!(
+            doubled
+                .iter()
+                .any(|v| v.outcome == Outcome::Fail && v.evidence.contains("announced back-off 20s")),
+            "{full}: a 20 s base passed: {doubled:#?}"
+        );
+        let mut late = tl.clone();
+        delay_from(&mut late, container, 1, jiff::SignedDuration::from_secs(5));
+        let all = judge_case(&case.spec, &late);
+        assert!(
+            all.iter().any(|v| v.outcome == Outcome::Fail),
+            "{full}: a first restart 5 s late passed: {all:#?}"
+        );
+    }
+}
+
+/// 19.7: the kill bounds of the termination cases against broken nodes: a kill at the grace
+/// period ± 1 s, or 600 ms late, fails on the real timelines (their 200 ms loop cannot show
+/// 300 ms; today's 20 ms loop can: tests/live_runs.rs).
+#[test]
+fn broken_kill_mutations_of_real_timelines_fail() {
+    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    for (full, recording) in [
+        ("termination::sigterm-ignored", "sigterm-ignored"),
+        ("termination::delete-grace-override", "delete-grace-override"),
+    ] {
+        let case = suites
+            .iter()
+            .flat_map(|s| &s.cases)
+            .find(|c| c.full_name() == full)
+            .unwrap();
+        let tl = Recording::read(&rec(recording)).unwrap().timeline();
+        let bad: Vec<_> = judge_case(&case.spec, &tl)
+            .into_iter()
+            .filter(|v| v.outcome != Outcome::Pass)
+            .collect();
+        assert!(bad.is_empty(), "{full}: {bad:#?}");
+        for shift_ms in [-1000i64, 1000, 600] {
+            let mut tl = tl.clone();
+            // The kill moves: the ticks stop `shift_ms` later (earlier: the last ticks vanish),
+            // and the kubelet's finishedAt moves with it.
+            let last = tl
+                .logs
+                .iter()
+                .filter(|l| l.container == "main")
+                .map(|l| l.time)
+                .max()
+                .unwrap();
+            let by = jiff::SignedDuration::from_millis(shift_ms);
+            if shift_ms < 0 {
+                tl.logs.retain(|l| l.container != "main" || l.time <= last + by);
+            } else {
+                let mut extra = vec![];
+                let mut t = last;
+                let mut n = 0;
+                while t + jiff::SignedDuration::from_millis(200) <= last + by {
+                    t += jiff::SignedDuration::from_millis(200);
+                    n += 1;
+                    let mut l = tl
+                        .logs
+                        .iter()
+                        .find(|l| l.container == "main" && l.time == last)
+                        .unwrap()
+                        .clone();
+                    l.time = t;
+                    l.text = format!("tick {}", 90_000 + n);
+                    extra.push(l);
+                }
+                tl.logs.extend(extra);
+                tl.logs.sort();
+            }
+            let killed = tl
+                .logs
+                .iter()
+                .filter(|l| l.container == "main")
+                .map(|l| l.time)
+                .max()
+                .unwrap();
+            for i in tl.instances.iter_mut().filter(|i| i.container == "main") {
+                i.finished_at = Some(jiff::Timestamp::from_second(killed.as_second()).unwrap());
+            }
+            let v = judge_case(&case.spec, &tl);
+            assert!(
+                v.iter().any(|v| v.kind == "gap" && v.outcome == Outcome::Fail),
+                "{full}: a kill {shift_ms} ms off passed: {:#?}",
+                v.iter()
+                    .filter(|v| v.kind == "gap")
+                    .map(|v| &v.evidence)
+                    .collect::<Vec<_>>()
+            );
+        }
+    }
 }

@@ -7,7 +7,7 @@ mod support;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use podlife::judge::{Outcome, judge_case};
+use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::Timeline;
 use support::judging::mutated_case;
 
@@ -273,9 +273,11 @@ fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
     let tl = timeline("8o9vtjm0", "termination__sigterm-ignored");
     let gap = "- gap: {from: term, to: kill, target: 5s, tolerance: 100ms}";
     // Today's fixtures tick every 200 ms: the kill lies within 200 ms after the last tick, and
-    // the evidence prints that with the measurement.
+    // the evidence prints that with the measurement. 200 ms of uncertainty against a ±100 ms
+    // window is coarser than the expectation: undecided, never a pass (issue 18.5).
     let v = judge_one(full, gap, &tl);
-    assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    assert!(v.facts.contains(&Fact::CoarserThanTolerance), "{:?}", v.facts);
     assert!(v.evidence.contains("measured 4.851s (+2"), "{}", v.evidence);
     assert!(v.evidence.contains("ms loop"), "{}", v.evidence);
 
@@ -293,9 +295,41 @@ fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
     assert!(v.evidence.contains("measured 4.84s (+20ms/−0s)"), "{}", v.evidence);
     // ... while a 200 ms loop cannot tell it from a kill at 4.95 s, so it may not fail it.
     let coarse = retick(&tl, 200, 4_850);
+    // (its 200 ms of uncertainty is no wider than the 200 ms window: not coarser than it).
     let v = judge_one(full, gap, &coarse);
     assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     assert!(v.evidence.contains("measured 4.8s (+200ms/−0s)"), "{}", v.evidence);
+
+    // A loop that stalled after the trap (busybox 1.38: A2 of 2026-12-01-b passed "5s ±100ms,
+    // measured 4.42s [tolerance widened by 4.42s]"): ticks every 20 ms, then one tick 20 ms
+    // after TERM and nothing until the kill. Its last tick disagrees with finishedAt (whole
+    // seconds), so the kill is read from finishedAt, 1 s coarse: undecided, naming the stall.
+    let stalled = retick(&tl, 20, 20);
+    let v = judge_one(full, gap, &stalled);
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    assert!(v.facts.contains(&Fact::KillDisagreesWithFinishedAt), "{:?}", v.facts);
+    assert!(v.evidence.contains("disagrees with finishedAt"), "{}", v.evidence);
+    // The widened tolerance of a stalled loop (its longest interval, 4.4 s) is no pass either.
+    let mut widened = retick(&tl, 20, 20);
+    let last = widened
+        .logs
+        .iter()
+        .filter(|l| l.container == "main")
+        .map(|l| l.time)
+        .max()
+        .unwrap();
+    let mut late = widened
+        .logs
+        .iter()
+        .find(|l| l.container == "main" && l.time == last)
+        .unwrap()
+        .clone();
+    late.time = last + jiff::SignedDuration::from_millis(4_400);
+    late.text = "tick 99999".into();
+    widened.logs.push(late);
+    widened.logs.sort();
+    let v = judge_one(full, gap, &widened);
+    assert_ne!(v.outcome, Outcome::Pass, "{}", v.evidence);
     // A wrong grace fails whatever the tick.
     let v = judge_one(
         full,

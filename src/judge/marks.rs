@@ -47,6 +47,32 @@ pub enum Clock {
     Harness,
 }
 
+/// The stream a mark's instant was read from. Marks of one stream keep the order in which it
+/// was written (a watch delivers in resourceVersion order, a container's log in its own order);
+/// two streams written by independent writers (the scheduler, the kubelet's status manager,
+/// its event recorder, a container) keep no common order, and their receive times are only
+/// ordered beyond the delivery delay of each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stream {
+    /// Receive times of the pod watch.
+    PodWatch,
+    /// Receive times of the events watch (the event's own timestamp bounds it from below).
+    Events,
+    /// CRI timestamps of one container instance's log.
+    Log(String, u32),
+    /// The kubelet's status times (startedAt, finishedAt): node clock.
+    Status,
+    /// podlife's own requests (sent, and answered).
+    Action,
+}
+
+/// How late a watch may deliver a write (the true instant of a receive-time mark lies up to this
+/// much before it, when compared with another stream): the API server's watch cache and two
+/// independent HTTP streams. Seen: the Scheduled event received 2.5–35 ms after a status it
+/// preceded (A2/A4 of 2026-12-01-b), a Started event received 0.75 s late with 32 cases on 2
+/// cores (A5). A cause of uncertainty, named in the evidence, never a tolerance of the node.
+pub const WATCH_DELIVERY: SignedDuration = SignedDuration::from_secs(1);
+
 /// A resolved mark.
 #[derive(Clone, Debug)]
 pub struct Hit {
@@ -62,6 +88,19 @@ pub struct Hit {
     /// later last, or this one received late): the gap, described. Verdicts that measure with
     /// such a mark are undecided.
     pub uncertain: Option<String>,
+    /// The stream the instant was read from.
+    pub stream: Stream,
+    /// Compared with another stream, the true instant may lie up to this much before `at`
+    /// (a receive time lags its write) ...
+    pub early: SignedDuration,
+    /// ... or up to this much after `at + precision` (our request takes effect before it is
+    /// answered).
+    pub late: SignedDuration,
+    /// Why `early`/`late` are not zero, for the evidence.
+    pub stream_cause: Option<String>,
+    /// A `tickStopped` mark whose loop stalled before the kill (its last tick disagrees with
+    /// the container's finishedAt): the instant is finishedAt's, to the second.
+    pub tick_stalled: bool,
 }
 
 impl Hit {
@@ -73,7 +112,43 @@ impl Hit {
             what,
             cause: None,
             uncertain: None,
+            stream: Stream::Status,
+            early: ZERO,
+            late: ZERO,
+            stream_cause: None,
+            tick_stalled: false,
         }
+    }
+
+    /// A receive time of the pod watch.
+    fn pod_watch(mut self) -> Self {
+        self.stream = Stream::PodWatch;
+        self.early = WATCH_DELIVERY;
+        self.stream_cause = Some(format!(
+            "a pod watch receive time lags the write by up to {}",
+            crate::util::fmt_secs(WATCH_DELIVERY.as_secs_f64())
+        ));
+        self
+    }
+
+    fn stalled(mut self) -> Self {
+        self.tick_stalled = true;
+        self
+    }
+
+    fn log(mut self, container: &str, instance: u32) -> Self {
+        self.stream = Stream::Log(container.to_string(), instance);
+        self
+    }
+
+    /// The earliest and latest true instant when compared with a mark of another stream.
+    pub fn span(&self) -> (Timestamp, Timestamp) {
+        (self.at - self.early, self.at + self.precision + self.late)
+    }
+
+    /// The true instant when compared with a mark of the same stream (its order is the writer's).
+    pub fn same_stream(&self, other: &Hit) -> bool {
+        self.stream == other.stream
     }
 
     fn because(mut self, cause: impl Into<String>) -> Self {
@@ -275,7 +350,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                         ZERO,
                         Clock::Harness,
                         format!("{} seen {} @{}", s.container, s.state, hms(snap.received)),
-                    ));
+                    )
+                    .pod_watch());
                 }
             }
             Err(format!("`{}`{} never seen {}", s.container, s.instance, s.state))
@@ -291,6 +367,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     Clock::Harness,
                     format!("{} restartCount {} @{}", r.container, r.count, hms(s.received)),
                 )
+                .pod_watch()
             })
             .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
         MarkSpec::Log(l) => {
@@ -328,7 +405,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     line.container,
                     line.instance
                 ),
-            ))
+            )
+            .log(&line.container, line.instance))
         }
         MarkSpec::TickStopped(r) => {
             let inst = log_instances(tl, &r.container, r.instance);
@@ -354,6 +432,36 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     )
                 })?;
             let p = crate::util::fmt_secs(period.as_secs_f64());
+            // The kill must agree with the kubelet's record of the exit: the true kill lies in
+            // [last tick, last tick + period) and the exit in [finishedAt, finishedAt + 1 s). A
+            // loop that stalled (busybox 1.38's `read -t` after a trap) stops ticking long
+            // before the kill; its last tick is then no reading of the kill, and the only one
+            // left is finishedAt, to the second.
+            let finished = tl
+                .instances_of(&last.container)
+                .find(|i| i.instance == last.instance)
+                .and_then(|i| i.finished_at);
+            if let Some(f) = finished
+                && (last.time + period <= f || last.time >= f + SECOND)
+            {
+                return Ok(Hit::new(
+                    f,
+                    SECOND,
+                    Clock::Node,
+                    format!(
+                        "{}#{} finishedAt {} (the tick loop stopped at \"{}\" {}, a {p} loop, which disagrees with finishedAt: a stalled tick is no reading of the kill)",
+                        last.container,
+                        last.instance,
+                        hms(f),
+                        last.text,
+                        hms(last.time)
+                    ),
+                )
+                .because(format!(
+                    "{STATUS_CAUSE}; the tick loop stalled before the kill, so the kill is read from finishedAt"
+                ))
+                .stalled());
+            }
             Ok(Hit::new(
                 last.time,
                 period,
@@ -366,7 +474,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     last.instance
                 ),
             )
-            .because(format!("a {p} tick loop stops within one tick after its last line")))
+            .because(format!("a {p} tick loop stops within one tick after its last line"))
+            .log(&last.container, last.instance))
         }
         MarkSpec::Event(e) => {
             let matches = event_items(e, tl)?;
@@ -392,6 +501,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                     Clock::Harness,
                     format!("phase {p} seen {}", hms(s.received)),
                 )
+                .pod_watch()
             })
             .ok_or_else(|| format!("phase {p} never observed")),
         MarkSpec::Condition(c) => {
@@ -424,7 +534,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             }
             let t = pick(c.occurrence, &hits)
                 .ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
-            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))))
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))).pod_watch())
         }
         MarkSpec::Ready(f) | MarkSpec::Started(f) => {
             let which = if matches!(spec, MarkSpec::Ready(_)) {
@@ -459,7 +569,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ZERO,
                 Clock::Harness,
                 format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
-            ))
+            )
+            .pod_watch())
         }
         MarkSpec::Status(st) => {
             // Each time the column changes to the text is one occurrence.
@@ -470,16 +581,11 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .collect();
             let t = pick(st.occurrence, &hits)
                 .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
-            Ok(Hit::new(
-                t,
-                ZERO,
-                Clock::Harness,
-                format!("STATUS {} seen {}", st.is, hms(t)),
-            ))
+            Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
         }
         MarkSpec::PodGone => tl
             .deleted
-            .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))))
+            .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
             .ok_or_else(|| "the pod was never seen deleted".to_string()),
         MarkSpec::Action(a) => {
             let times: Vec<_> = tl
@@ -489,6 +595,13 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .map(|x| x.sent)
                 .collect();
             let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
+            // The server acted between our sending and its answer.
+            let done = tl
+                .actions
+                .iter()
+                .find(|x| x.kind == a.action && x.sent == t)
+                .and_then(|x| x.done)
+                .filter(|d| *d >= t);
             let name = match a.action {
                 ActionKind::Apply => "apply",
                 ActionKind::Delete => "DELETE",
@@ -496,7 +609,16 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::ApplyObject => "object apply",
                 ActionKind::Ephemeral => "ephemeral container",
             };
-            Ok(Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t))))
+            let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
+            hit.stream = Stream::Action;
+            if let Some(d) = done {
+                hit.late = d.duration_since(t);
+                hit.stream_cause = Some(format!(
+                    "the server applied our {name} within its {} round trip",
+                    crate::util::fmt_secs(hit.late.as_secs_f64())
+                ));
+            }
+            Ok(hit)
         }
     }
 }
@@ -532,6 +654,7 @@ fn log_hit(line: &LogLine) -> Hit {
             line.instance
         ),
     )
+    .log(&line.container, line.instance)
 }
 
 /// The timeline's event items an event mark matches, in receive order.
@@ -552,12 +675,33 @@ fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccur
 
 /// Repetition `at` of the event item `o` as a mark hit (receive time, harness clock).
 fn event_hit(o: &EventOccurrence, at: u32) -> Hit {
-    Hit::new(
+    let mut hit = Hit::new(
         o.received,
         ZERO,
         Clock::Harness,
         format!("{} event #{at} received {}", o.reason, hms(o.received)),
-    )
+    );
+    hit.stream = Stream::Events;
+    // The event's own timestamp (its writer's clock, truncated) bounds the occurrence from
+    // below; without one, the watch's delivery delay does.
+    let early = o
+        .time
+        .filter(|t| *t <= o.received)
+        .map(|t| o.received.duration_since(t))
+        .unwrap_or(WATCH_DELIVERY);
+    hit.early = early;
+    hit.stream_cause = Some(match o.time {
+        Some(t) if t <= o.received => format!(
+            "the event was recorded at {} (its writer's clock), received {} later",
+            hms(t),
+            crate::util::fmt_secs(early.as_secs_f64())
+        ),
+        _ => format!(
+            "an event's receive time lags its write by up to {}",
+            crate::util::fmt_secs(WATCH_DELIVERY.as_secs_f64())
+        ),
+    });
+    hit
 }
 
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {

@@ -45,6 +45,46 @@ pub struct Verdict {
     /// (absent in reports written before podlife 0.1 recorded it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measures: Vec<measure::MeasureInfo>,
+    /// What the verdict rests on, as typed facts: later stages (gap handling, statistics,
+    /// reports) branch on these, never on the wording of `evidence`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<Fact>,
+    /// What was judged, e.g. "gap `term`→`kill`" (statistics and `diff` label measurements
+    /// with it; empty in reports written before podlife recorded it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+}
+
+/// A fact a verdict rests on, beside its evidence text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Fact {
+    /// Fewer restart intervals than required were observed (`backoff`).
+    TooFewIntervals,
+    /// A container expected never to start was seen to start: no gap can undo that.
+    StartedAgainstExpectation,
+    /// A waiting reason the expectation requires was never seen.
+    WaitingReasonMissing,
+    /// A forbidden condition transition was seen: no gap can undo that.
+    ForbiddenTransitionSeen,
+    /// The STATUS a `statusRow` describes was never shown (as opposed to shown and contradicted).
+    StatusNeverShown,
+    /// A measurement's tolerance was widened by the precision of its marks.
+    ToleranceWidened,
+    /// A required mark never came although the evidence is whole: a failure of the node.
+    MarkAbsent,
+    /// Two marks of different streams are closer than their streams' delays allow to decide
+    /// (an order inverted, or a gap outside its bounds, by less than that): undecided.
+    OrderWithinUncertainty,
+    /// The measurement's uncertainty is wider than the expectation's window.
+    CoarserThanTolerance,
+    /// An instance could not be measured because its evidence fell in a gap.
+    InstanceUnmeasured,
+    /// The verdict rests on the absence or exact count of Kubernetes Events, which the kubelet's
+    /// recorder may rate-limit, aggregate or drop on a healthy node.
+    EventsLossy,
+    /// A kill time read from a tick loop disagrees with the container's `finishedAt`.
+    KillDisagreesWithFinishedAt,
 }
 
 /// A resolved mark as reported: its label and instant.
@@ -81,6 +121,19 @@ struct J {
     measured: Vec<f64>,
     marks: Vec<MarkAt>,
     measures: Vec<measure::MeasureInfo>,
+    facts: Vec<Fact>,
+}
+
+impl J {
+    fn with(mut self, f: Fact) -> J {
+        if !self.facts.contains(&f) {
+            self.facts.push(f);
+        }
+        self
+    }
+    fn has(&self, f: Fact) -> bool {
+        self.facts.contains(&f)
+    }
 }
 
 fn pass(e: impl Into<String>) -> J {
@@ -90,6 +143,7 @@ fn pass(e: impl Into<String>) -> J {
         measured: vec![],
         marks: vec![],
         measures: vec![],
+        facts: vec![],
     }
 }
 fn fail(e: impl Into<String>) -> J {
@@ -99,6 +153,7 @@ fn fail(e: impl Into<String>) -> J {
         measured: vec![],
         marks: vec![],
         measures: vec![],
+        facts: vec![],
     }
 }
 /// A decided verdict that a gap in the evidence could overturn becomes undecided, naming the gap.
@@ -110,6 +165,7 @@ fn in_gap(j: J, gap: Option<String>) -> J {
             measured: vec![],
             marks: j.marks,
             measures: vec![],
+            facts: j.facts,
         },
         _ => j,
     }
@@ -127,6 +183,7 @@ fn undecided(e: impl Into<String>) -> J {
         measured: vec![],
         marks: vec![],
         measures: vec![],
+        facts: vec![],
     }
 }
 
@@ -148,11 +205,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
                 BackoffMeasure::Logs => tl.log_gaps(&b.container, None).next(),
                 BackoffMeasure::Status => None,
             }
-            .or_else(|| {
-                (j.evidence.contains("expected at least"))
-                    .then(|| tl.pod_gaps().next())
-                    .flatten()
-            })
+            .or_else(|| j.has(Fact::TooFewIntervals).then(|| tl.pod_gaps().next()).flatten())
             .map(|g| g.describe());
             in_gap(j, gap)
         }
@@ -169,6 +222,20 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         measured: j.measured,
         marks: j.marks,
         measures: j.measures,
+        facts: j.facts,
+        subject: subject(e),
+    }
+}
+
+/// What an expectation judges, for labels (statistics, `diff`): "gap `a`→`b`", "backoff `main`".
+fn subject(e: &Expectation) -> String {
+    match e {
+        Expectation::Gap(g) => match &g.for_each_instance {
+            Some(c) => format!("gap {}→{} for each instance of `{c}`", g.from.label(), g.to.label()),
+            None => format!("gap {}→{}", g.from.label(), g.to.label()),
+        },
+        Expectation::Backoff(b) => format!("backoff `{}`", b.container.as_str()),
+        other => other.kind().to_string(),
     }
 }
 
@@ -310,7 +377,7 @@ fn container_gaps(c: &ContainerExpect, j: J, tl: &Timeline) -> J {
         return j;
     }
     if j.outcome == Outcome::Fail {
-        let seen_starting = c.never_started && j.evidence.contains("was expected never to start");
+        let seen_starting = c.never_started && j.has(Fact::StartedAgainstExpectation);
         let over = c.restart_count.as_ref().is_some_and(|rc| {
             let got = tl
                 .snapshots
@@ -327,7 +394,7 @@ fn container_gaps(c: &ContainerExpect, j: J, tl: &Timeline) -> J {
     if let Some(g) = stale_end(tl) {
         return in_gap(j, Some(g));
     }
-    if !c.waiting_reasons_seen.is_empty() && j.outcome == Outcome::Fail && j.evidence.contains("waiting reasons") {
+    if j.outcome == Outcome::Fail && j.has(Fact::WaitingReasonMissing) {
         return in_gap(j, tl.pod_gaps().next().map(|g| g.describe()));
     }
     j
@@ -340,7 +407,7 @@ fn condition_gaps(c: &ConditionExpect, j: J, tl: &Timeline) -> J {
     if j.outcome == Outcome::Undecided || tl.gaps.is_empty() {
         return j;
     }
-    if j.outcome == Outcome::Fail && j.evidence.contains("must never happen") {
+    if j.outcome == Outcome::Fail && j.has(Fact::ForbiddenTransitionSeen) {
         return j;
     }
     let seen: Vec<_> = tl
@@ -385,7 +452,8 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         return fail(format!(
             "`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed",
             instances.len()
-        ));
+        ))
+        .with(Fact::StartedAgainstExpectation);
     }
     let Some(st) = last else {
         return if final_ {
@@ -397,6 +465,7 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     let mut problems = vec![];
     let mut facts = vec![];
     let mut early_fail = false;
+    let mut reasons_missing = false;
     // Final state of the selected instance.
     // With `instance: last`, state and reason are the current state's (a waiting reason such as
     // CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's: while
@@ -545,6 +614,7 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             seen.iter().cloned().collect::<Vec<_>>().join(", ")
         ));
         if !missing.is_empty() {
+            reasons_missing = true;
             problems.push(format!(
                 "waiting reasons: expected to see [{}], observed [{}]",
                 missing.join(", "),
@@ -552,7 +622,7 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             ));
         }
     }
-    if problems.is_empty() {
+    let j = if problems.is_empty() {
         if final_ {
             pass(format!("{inst_label}: {}", facts.join(", ")))
         } else {
@@ -562,6 +632,11 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         fail(format!("{inst_label}: {}", problems.join("; ")))
     } else {
         undecided(format!("{inst_label}: {} so far", problems.join("; ")))
+    };
+    if reasons_missing {
+        j.with(Fact::WaitingReasonMissing)
+    } else {
+        j
     }
 }
 
@@ -584,6 +659,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
     let ty = &c.r#type;
     let mut problems = vec![];
     let mut early_fail = false;
+    let mut forbidden_seen = false;
     let mut notes = String::new();
     if let Some(want) = &c.sequence {
         let want: Vec<String> = want.iter().map(|s| format!("{s:?}")).collect();
@@ -613,6 +689,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
         if seq.windows(2).any(|w| w[0] == a && w[1] == b) {
             problems.push(format!("transition {a} → {b} must never happen"));
             early_fail = true;
+            forbidden_seen = true;
         }
     }
     // Reason and message of the condition as last observed.
@@ -638,7 +715,7 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
             }
         }
     }
-    if problems.is_empty() {
+    let j = if problems.is_empty() {
         if tl.complete {
             pass(format!("condition {ty}: observed {seen}{notes}"))
         } else {
@@ -651,6 +728,11 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
             "condition {ty}: {}; observed {seen} so far",
             problems.join("; ")
         ))
+    };
+    if forbidden_seen {
+        j.with(Fact::ForbiddenTransitionSeen)
+    } else {
+        j
     }
 }
 
@@ -684,6 +766,38 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     let mut notes = vec![];
     for w in hits.windows(2) {
         let ((la, a), (lb, b)) = (&w[0], &w[1]);
+        // Two streams (or two clocks): only what their uncertainty intervals separate is an
+        // order; a measured inversion inside the overlap is two writers racing, or two
+        // deliveries, never proof against the node.
+        if !a.same_stream(b) {
+            let ((a_lo, _), (_, b_hi)) = (a.span(), b.span());
+            let inverted = a.at > b.at || (a.at == b.at && a.precision.is_zero() && b.precision.is_zero());
+            if inverted && b_hi <= a_lo {
+                return fail(format!(
+                    "order: expected {la} before {lb}, but {la} came {} later, beyond both marks' uncertainty ({}; {})",
+                    fmt_secs(secs(a.at.duration_since(b.at))),
+                    a.what,
+                    b.what
+                ));
+            }
+            if inverted {
+                return undecided(format!(
+                    "order: {la} ({}) seen {} after {lb} ({}), within their uncertainty: {}",
+                    a.what,
+                    fmt_secs(secs(a.at.duration_since(b.at))),
+                    b.what,
+                    stream_causes(a, b)
+                ))
+                .with(Fact::OrderWithinUncertainty);
+            }
+            if b.span().0 < a.span().1 {
+                notes.push(format!(
+                    "{la} and {lb} within their uncertainty ({}): consistent with the order",
+                    stream_causes(a, b)
+                ));
+            }
+            continue;
+        }
         if a.at > b.at {
             return fail(format!(
                 "order: expected {la} before {lb}, but {la} came {} later ({}; {})",
@@ -719,6 +833,51 @@ fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     j
 }
 
+/// Why two marks of different streams are uncertain relative to each other, for the evidence.
+fn stream_causes(a: &marks::Hit, b: &marks::Hit) -> String {
+    let mut causes: Vec<&str> = vec![];
+    for c in [&a.cause, &b.cause, &a.stream_cause, &b.stream_cause]
+        .into_iter()
+        .flatten()
+    {
+        if !causes.contains(&c.as_str()) {
+            causes.push(c);
+        }
+    }
+    if a.clock != b.clock {
+        causes.push("mixed clocks: harness and node");
+    }
+    if causes.is_empty() {
+        "two streams".into()
+    } else {
+        causes.join("; ")
+    }
+}
+
+/// The reason of an event mark (`None`: not an event mark).
+fn event_reason(case: &Case, r: &MarkRef) -> Option<String> {
+    match lookup(case, r) {
+        Ok(MarkSpec::Event(e)) => Some(e.reason.to_string()),
+        _ => None,
+    }
+}
+
+/// A required mark absent from a complete observation: a failure of the node, unless a gap in
+/// the mark's source could hide it (then undecided, naming the gap).
+fn absent(case: &Case, r: &MarkRef, tl: &Timeline, evidence: String) -> J {
+    // A tick loop that logged too little to measure its period did happen: its stop is not
+    // absent, only unmeasured.
+    if let Ok(MarkSpec::TickStopped(c)) = lookup(case, r)
+        && tl.logs_of(&c.container, None).next().is_some()
+    {
+        return undecided(evidence);
+    }
+    match hidden_by(case, r, tl, None) {
+        Some(gap) => undecided(format!("{evidence}; undecided: {gap}")),
+        None => fail(format!("{evidence}, and the observation is complete")).with(Fact::MarkAbsent),
+    }
+}
+
 /// True when the observation has ended and lost nothing, so an absent mark truly did not happen.
 fn evidence_is_whole(tl: &Timeline) -> bool {
     tl.complete && tl.gaps.is_empty()
@@ -732,13 +891,21 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     if let Some(c) = &g.for_each_instance {
         return gap_each(case, g, c, tl);
     }
+    let missing = |r: &MarkRef, why: String| {
+        let e = format!("gap {}→{}: {why}", g.from.label(), g.to.label());
+        if tl.complete {
+            absent(case, r, tl, e)
+        } else {
+            undecided(e)
+        }
+    };
     let a = match mark(case, &g.from, tl) {
         Ok(h) => h,
-        Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
+        Err(why) => return missing(&g.from, why),
     };
     let b = match mark(case, &g.to, tl) {
         Ok(h) => h,
-        Err(why) => return undecided(format!("gap {}→{}: {why}", g.from.label(), g.to.label())),
+        Err(why) => return missing(&g.to, why),
     };
     let resolution = (secs(a.precision), secs(b.precision));
     let mut j = gap_between(g, a, b);
@@ -783,23 +950,49 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
     let mut measures = vec![];
     let mut per = vec![];
     let mut skipped = vec![];
+    // Instances whose measurement a gap in the evidence prevented: the quantifier cannot pass
+    // over them ("for each instance" would then mean "for each instance we happened to see").
+    let mut unmeasured = vec![];
     let mut marks_at = vec![];
     let mut widened = false;
     for &n in &known {
-        let a = resolve(&marks::for_instance(&from, n), tl);
-        let b = resolve(&marks::for_instance(&to, n), tl);
+        let (from_n, to_n) = (marks::for_instance(&from, n), marks::for_instance(&to, n));
+        let hidden = |spec: &MarkSpec| marks::hiding_gaps(spec, tl, None).first().map(|g| g.describe());
+        let a = resolve(&from_n, tl);
+        let b = resolve(&to_n, tl);
         let (a, b) = match (a, b) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(why), _) => {
                 // An instance without its `from` mark is not part of the quantifier (e.g. an
-                // instance that never logged the line the gap starts at).
-                skipped.push(format!("#{n} not measured: {why}"));
+                // instance that never logged the line the gap starts at), unless a gap of the
+                // mark's source could hide it.
+                match hidden(&from_n) {
+                    Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `from` may lie in a gap: {g}")),
+                    None => skipped.push(format!("#{n} not measured: {why}")),
+                }
                 continue;
             }
             (Ok(a), Err(why)) => {
                 // The newest instance may still be running, or be stopped by the case's own end.
-                if Some(n) == last || !evidence_is_whole(tl) {
+                if Some(n) == last {
                     skipped.push(format!("#{n} not measured: {why}"));
+                    continue;
+                }
+                if !evidence_is_whole(tl) {
+                    match hidden(&to_n) {
+                        Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `to` may lie in a gap: {g}")),
+                        None if !tl.complete => skipped.push(format!("#{n} not measured: {why}")),
+                        None => {
+                            let mut j = fail(format!(
+                                "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
+                                a.what
+                            ))
+                            .with(Fact::MarkAbsent);
+                            j.measured = measured;
+                            j.measures = measures;
+                            return j;
+                        }
+                    }
                     continue;
                 }
                 let mut j = fail(format!(
@@ -818,6 +1011,10 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
             measures.extend(gap_measures(case, g, tl, resolution));
         }
         marks_at.extend(j.marks.iter().cloned());
+        if j.outcome == Outcome::Undecided {
+            unmeasured.push(format!("#{n}: {}", j.evidence));
+            continue;
+        }
         if j.outcome == Outcome::Fail {
             let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
             f.measured = measured;
@@ -825,7 +1022,7 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
             f.marks = j.marks;
             return f;
         }
-        if j.evidence.contains("tolerance widened") {
+        if j.has(Fact::ToleranceWidened) {
             widened = true;
         }
         per.push(format!("#{n} {}", fmt_secs(*j.measured.first().unwrap_or(&0.0))));
@@ -838,9 +1035,26 @@ fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
     } else {
         format!(" [{}]", skipped.join("; "))
     };
-    let mut j = if per.is_empty() {
+    let mut j = if !unmeasured.is_empty() {
+        let e = format!(
+            "{label}: {} instance(s) within {}{}{skipped_note}; undecided: {}",
+            per.len(),
+            bounds_text(g),
+            if per.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", per.join(", "))
+            },
+            unmeasured.join("; ")
+        );
+        undecided(e).with(Fact::InstanceUnmeasured)
+    } else if per.is_empty() {
         let e = format!("{label}: no instance with both marks{skipped_note}");
-        if evidence_is_whole(tl) { fail(e) } else { undecided(e) }
+        if evidence_is_whole(tl) {
+            fail(e).with(Fact::MarkAbsent)
+        } else {
+            undecided(e)
+        }
     } else {
         let e = format!(
             "{label}: {} instance(s) within {}: {}{skipped_note}",
@@ -875,8 +1089,20 @@ fn bounds_text(g: &GapExpect) -> String {
 fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     let measured = secs(b.at.duration_since(a.at));
     // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
-    let lo_true = measured - secs(a.precision);
-    let hi_true = measured + secs(b.precision);
+    let below = secs(a.precision);
+    let above = secs(b.precision);
+    let lo_true = measured - below;
+    let hi_true = measured + above;
+    // Across two streams each end also carries its stream's delay: a receive time lags its
+    // write (an event's own time, whole seconds, bounds it), our request takes effect before
+    // it is answered. Those delays are known only as bounds, so they never make a pass: they
+    // only turn a measurement outside the bounds by less than them into undecided.
+    let cross = !a.same_stream(&b);
+    let (lag_below, lag_above) = if cross {
+        (secs(a.late) + secs(b.early), secs(b.late) + secs(a.early))
+    } else {
+        (0.0, 0.0)
+    };
     let (lo, hi, expected) = match (g.target, g.tolerance, g.min, g.max) {
         (Some(t), tol, _, _) => {
             let tol = tol.map(|d| d.as_secs_f64()).unwrap_or(0.0);
@@ -896,17 +1122,15 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
             (min.map(|d| d.as_secs_f64()), max.map(|d| d.as_secs_f64()), e)
         }
     };
-    let ok = lo.is_none_or(|lo| hi_true >= lo - 1e-9) && hi.is_none_or(|hi| lo_true <= hi + 1e-9);
+    let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
+    let ok = within(lo_true, hi_true);
+    let ok_with_lag = within(lo_true - lag_below, hi_true + lag_above);
     let mut notes = vec![];
-    let widen = secs(a.precision) + secs(b.precision);
+    let widen = below + above;
     // The measurement with its uncertainty: the true gap lies in (m − from's, m + to's precision).
     let mut shown = fmt_secs(measured);
     if widen > 0.0 {
-        shown.push_str(&format!(
-            " (+{}/−{})",
-            fmt_secs(secs(b.precision)),
-            fmt_secs(secs(a.precision))
-        ));
+        shown.push_str(&format!(" (+{}/−{})", fmt_secs(above), fmt_secs(below)));
         let mut causes: Vec<&str> = vec![];
         for c in [&a.cause, &b.cause].into_iter().flatten() {
             if !causes.contains(&c.as_str()) {
@@ -927,6 +1151,13 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     } else {
         format!(" [{}]", notes.join("; "))
     };
+    // A measurement coarser than the window it is judged against cannot show the node inside
+    // it: never a pass (a broken node would pass as well), undecided unless surely outside.
+    let window = match (lo, hi) {
+        (Some(l), Some(h)) => Some(h - l),
+        _ => None,
+    };
+    let coarse = window.is_some_and(|w| widen > w + 1e-9);
     let ev = format!(
         "gap {}→{}: expected {expected}, measured {shown} ({}; {}){note}",
         g.from.label(),
@@ -950,7 +1181,32 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         j.marks = marks;
         return j;
     }
-    let mut j = if ok { pass(ev) } else { fail(ev) };
+    let mut j = if ok && coarse {
+        undecided(format!(
+            "{ev}; undecided: the measurement's uncertainty ({}) is wider than the expectation's window ({})",
+            fmt_secs(widen),
+            fmt_secs(window.unwrap_or_default())
+        ))
+        .with(Fact::CoarserThanTolerance)
+    } else if ok {
+        pass(ev)
+    } else if ok_with_lag {
+        undecided(format!(
+            "{ev}; undecided: outside the bounds by less than the delay between the two streams (−{}/+{}: {})",
+            fmt_secs(lag_below),
+            fmt_secs(lag_above),
+            stream_causes(&a, &b)
+        ))
+        .with(Fact::OrderWithinUncertainty)
+    } else {
+        fail(ev)
+    };
+    if widen > 0.0 {
+        j = j.with(Fact::ToleranceWidened);
+    }
+    if a.tick_stalled || b.tick_stalled {
+        j = j.with(Fact::KillDisagreesWithFinishedAt);
+    }
     j.measured = vec![measured];
     j.marks = marks;
     j
@@ -984,10 +1240,78 @@ fn decide_count(count: &Count, n: u64, complete: bool, what: String) -> J {
     }
 }
 
+/// The kubelet's event recorder (client-go `tools/record`) lets a burst of 25 events through
+/// its spam filter, then one more per 5 minutes, and folds more than 10 similar events in 10
+/// minutes into one "(combined from similar events)" event. Beyond that burst an absence or a
+/// count is no longer evidence.
+const RECORDER_BURST: u64 = 25;
+
+/// Events are lossy on a healthy node. When events of `reason` (any reason: `None`) from one
+/// source reached the recorder's spam-filter burst, or similar events were aggregated, an
+/// absence or an exact count is not evidence: the reason why.
+fn events_lossy(tl: &Timeline, reason: Option<&str>) -> Option<String> {
+    let mut by_key: std::collections::BTreeMap<(&str, &str), u64> = Default::default();
+    for o in tl.events.iter().filter(|o| reason.is_none_or(|r| o.reason == r)) {
+        *by_key
+            .entry((o.source.as_deref().unwrap_or("unknown"), o.reason.as_str()))
+            .or_default() += u64::from(o.repeats.max(1));
+    }
+    if let Some(((src, r), n)) = by_key.iter().find(|(_, n)| **n >= RECORDER_BURST) {
+        return Some(format!(
+            "{n} {r} events from {src} reach the event recorder's spam-filter burst of {RECORDER_BURST}: later ones may have been dropped"
+        ));
+    }
+    tl.events
+        .iter()
+        .find(|o| o.message.starts_with("(combined from similar events)"))
+        .map(|o| format!("the event recorder aggregated similar {} events into one", o.reason))
+}
+
+/// What an event verdict adds about the event stream's own loss.
+const EVENTS_NOTE: &str = "events are best effort: the kubelet's recorder rate-limits, aggregates and may drop them";
+
 fn event(e: &EventExpect, tl: &Timeline) -> J {
+    let EventCount { j, measured_count } = event_count(e, tl);
+    let count = e.count.unwrap_or(Count::at_least(1));
+    let exact = count.exactly.is_some() || count.at_most.is_some();
+    let lower = count.exactly.or(count.at_least);
+    let shortfall = j.outcome == Outcome::Fail && measured_count.zip(lower).is_some_and(|(n, l)| n < l);
+    // Seen is seen: a count above its bound stands. A shortfall, or an exact count met, is only
+    // as strong as the event stream.
+    if !((exact && j.outcome == Outcome::Pass) || shortfall) {
+        return j;
+    }
+    match events_lossy(tl, Some(&e.reason)) {
+        Some(why) => {
+            let mut u = undecided(format!("{}; undecided: {why}", j.evidence));
+            u.marks = j.marks;
+            u.with(Fact::EventsLossy)
+        }
+        None if j.outcome == Outcome::Pass => {
+            let mut j = j;
+            j.evidence
+                .push_str(&format!(" [{EVENTS_NOTE}; none were seen dropped or aggregated]"));
+            j.with(Fact::EventsLossy)
+        }
+        None => j,
+    }
+}
+
+/// An event verdict and the count it was decided on.
+struct EventCount {
+    j: J,
+    measured_count: Option<u64>,
+}
+
+fn event_count(e: &EventExpect, tl: &Timeline) -> EventCount {
     let re = match e.message.as_ref().map(|m| compile(m, tl)).transpose() {
         Ok(r) => r,
-        Err(why) => return undecided(format!("event {}: {why}", e.reason)),
+        Err(why) => {
+            return EventCount {
+                j: undecided(format!("event {}: {why}", e.reason)),
+                measured_count: None,
+            };
+        }
     };
     let all: Vec<_> = tl.events.iter().filter(|o| o.reason == e.reason).collect();
     let matching: Vec<_> = all
@@ -1034,7 +1358,10 @@ fn event(e: &EventExpect, tl: &Timeline) -> J {
             marks::hms(last.received)
         ));
     }
-    j
+    EventCount {
+        j,
+        measured_count: Some(n),
+    }
 }
 
 fn log(l: &LogExpect, tl: &Timeline) -> J {
@@ -1174,6 +1501,22 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             ));
         }
     }
+    // The kubelet's own word: each CrashLoopBackOff waiting message names the back-off it is
+    // waiting out ("back-off 10s restarting failed container=main ..."). Read directly, free of
+    // the re-sync jitter that widens the interval bounds, it tells a 10 s base from a 20 s one.
+    let announced = announced_backoffs(tl, name);
+    let nominal = nominal_steps(b, announced.len());
+    for (k, (got, want)) in announced.iter().zip(&nominal).enumerate() {
+        if (got - want).abs() > 1e-6 {
+            bad.push(format!(
+                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message), the model's step is {}",
+                fmt_secs(*got),
+                ordinal(k + 1),
+                fmt_secs(*got),
+                fmt_secs(*want)
+            ));
+        }
+    }
     let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() {
         b.intervals.len() as u32
     } else {
@@ -1189,7 +1532,7 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             "backoff `{name}`: expected at least {want_restarts} restart intervals, observed {} {shown}",
             measured.len()
         );
-        if tl.complete { fail(e) } else { undecided(e) }
+        if tl.complete { fail(e) } else { undecided(e) }.with(Fact::TooFewIntervals)
     } else {
         let model = match &b.doubling {
             Some(d) => format!(
@@ -1201,7 +1544,17 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             ),
             None => "explicit bounds".into(),
         };
-        pass(format!("backoff `{name}` ({measure}): measured {shown} within {model}"))
+        let said = if announced.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; the kubelet announced back-off [{}]",
+                announced.iter().map(|a| fmt_secs(*a)).collect::<Vec<_>>().join(", ")
+            )
+        };
+        pass(format!(
+            "backoff `{name}` ({measure}): measured {shown} within {model}{said}"
+        ))
     };
     j.measures = ivs
         .iter()
@@ -1213,6 +1566,99 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         .collect();
     j.measured = measured;
     j
+}
+
+/// The back-offs the kubelet announced for `container`, in order, one per distinct wait: the
+/// duration in its CrashLoopBackOff waiting messages ("back-off 10s restarting failed
+/// container=main pod=..."), consecutive repeats of one wait counted once.
+pub fn announced_backoffs(tl: &Timeline, container: &str) -> Vec<f64> {
+    let mut out: Vec<f64> = vec![];
+    let mut last_restarts = None;
+    for s in &tl.snapshots {
+        let Some(c) = s.container(container) else { continue };
+        let State::Waiting {
+            reason: Some(r),
+            message: Some(m),
+        } = &c.state
+        else {
+            continue;
+        };
+        if r != "CrashLoopBackOff" {
+            continue;
+        }
+        let Some(d) = m
+            .strip_prefix("back-off ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(go_duration)
+        else {
+            continue;
+        };
+        // One wait per restartCount: the same wait is shown in many snapshots.
+        if last_restarts != Some(c.restart_count) {
+            out.push(d);
+            last_restarts = Some(c.restart_count);
+        }
+    }
+    out
+}
+
+/// A Go duration as the kubelet prints it (`10s`, `1m20s`, `5m0s`), in seconds.
+fn go_duration(t: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut num = String::new();
+    let mut any = false;
+    let mut chars = t.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch.is_ascii_digit() || ch == '.' {
+            num.push(ch);
+            continue;
+        }
+        let v: f64 = num.parse().ok()?;
+        num.clear();
+        let unit = match ch {
+            'h' => 3600.0,
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                0.001
+            }
+            'm' => 60.0,
+            's' => 1.0,
+            _ => return None,
+        };
+        total += v * unit;
+        any = true;
+    }
+    (any && num.is_empty()).then_some(total)
+}
+
+/// The back-off steps an expectation models, in order, for the waits the kubelet announces
+/// (the immediate first restart announces none): the doubling's steps, or each explicit
+/// interval's lower bound (the kubelet never restarts before its back-off expires).
+fn nominal_steps(b: &BackoffExpect, n: usize) -> Vec<f64> {
+    if let Some(d) = &b.doubling {
+        let base = d.base.as_secs_f64();
+        (0..n)
+            .map(|k| {
+                let v = base * d.factor.powi(k as i32);
+                d.cap.map_or(v, |c| v.min(c.as_secs_f64()))
+            })
+            .collect()
+    } else {
+        b.intervals
+            .iter()
+            .filter_map(|x| x.min.map(|m| m.as_secs_f64()).filter(|m| *m > 0.0))
+            .take(n)
+            .collect()
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    match n {
+        1 => "first".into(),
+        2 => "second".into(),
+        3 => "third".into(),
+        n => format!("{n}th"),
+    }
 }
 
 /// The bounds `(min, max)` of the `i`-th (from 0) back-off interval.
@@ -1257,6 +1703,20 @@ fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
         // An occurrence seen is seen; an absence is only proven where the source was up.
         None => match m {
             Ok(h) => fail(format!("never {}: it occurred ({})", n.mark.label(), h.what)),
+            Err(_) if tl.complete && event_reason(case, &n.mark).is_some() => {
+                // An event's absence is only as strong as the event stream: its own reason's
+                // events may have reached the recorder's burst (live runs saw 39 events of one
+                // pod from the kubelet, so the burst is not per pod alone).
+                let reason = event_reason(case, &n.mark);
+                let j = match events_lossy(tl, reason.as_deref()) {
+                    Some(why) => undecided(format!("never {}: not seen; undecided: {why}", n.mark.label())),
+                    None => pass(format!(
+                        "never {}: did not occur [{EVENTS_NOTE}; none were seen dropped or aggregated]",
+                        n.mark.label()
+                    )),
+                };
+                in_gap(j.with(Fact::EventsLossy), hidden_by(case, &n.mark, tl, None))
+            }
             Err(_) if tl.complete => in_gap(
                 pass(format!("never {}: did not occur", n.mark.label())),
                 hidden_by(case, &n.mark, tl, None),
@@ -1273,7 +1733,8 @@ fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
                 (Ok(h), Ok(bh)) if h.at < bh.at => Some(b_hidden_before(h.at)),
                 (Ok(h), Err(_)) => Some(b_hidden_before(h.at)),
                 (_, Ok(bh)) => Some(m_hidden_before(bh.at)),
-                (Err(_), Err(_)) => None,
+                // Neither came: `before` may hide in a gap.
+                (Err(_), Err(_)) => Some(hidden_by(case, before, tl, None)),
             };
             let verdict = never_before(n, before, m, b, tl);
             match j {
@@ -1288,6 +1749,18 @@ fn never_before(n: &NeverExpect, before: &MarkRef, m: Result<Hit, String>, b: Re
     {
         {
             match (m, b) {
+                // Across streams, "first" is only proven beyond both marks' uncertainty.
+                (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => {
+                    undecided(format!(
+                        "never {} before {}: it was seen first ({}; {}), within their uncertainty: {}",
+                        n.mark.label(),
+                        before.label(),
+                        h.what,
+                        bh.what,
+                        stream_causes(&h, &bh)
+                    ))
+                    .with(Fact::OrderWithinUncertainty)
+                }
                 (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
                     "never {} before {}: it occurred first ({}; {})",
                     n.mark.label(),
@@ -1310,7 +1783,15 @@ fn never_before(n: &NeverExpect, before: &MarkRef, m: Result<Hit, String>, b: Re
                 )),
                 (Err(_), Err(why)) => {
                     if tl.complete {
-                        undecided(format!("never {} before {}: {why}", n.mark.label(), before.label()))
+                        // `before` is part of the experiment: with whole evidence, its absence is
+                        // the node's (the caller makes it undecided when a gap could hide it).
+                        fail(format!(
+                            "never {} before {}: {} never came ({why}), and the observation is complete",
+                            n.mark.label(),
+                            before.label(),
+                            before.label()
+                        ))
+                        .with(Fact::MarkAbsent)
                     } else {
                         undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
                     }
@@ -1331,7 +1812,7 @@ fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> 
     }
     let a = match mark(case, after, tl) {
         Ok(h) => h,
-        Err(why) if tl.complete => return undecided(format!("{window}: the window never opened: {why}")),
+        Err(why) if tl.complete => return absent(case, after, tl, format!("{window}: the window never opened: {why}")),
         Err(why) => return undecided(format!("{window}: waiting: {why}")),
     };
     let b = n.before.as_ref().map(|r| mark(case, r, tl));
@@ -1397,7 +1878,12 @@ fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> 
             pass(format!("{window}: not inside ({} .. {})", a.what, bh.what)),
             hidden,
         ),
-        Some(Err(why)) if tl.complete => undecided(format!("{window}: the window never closed: {why}")),
+        Some(Err(why)) if tl.complete => absent(
+            case,
+            n.before.as_ref().expect("Some(Err) comes from `before`"),
+            tl,
+            format!("{window}: the window never closed: {why}"),
+        ),
         _ if tl.complete => in_gap(pass(format!("{window}: did not occur after {}", a.what)), hidden),
         _ => undecided(format!("{window}: not so far (after {})", a.what)),
     }
@@ -1436,6 +1922,8 @@ pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
         measured: vec![],
         marks: vec![],
         measures: vec![],
+        facts: vec![],
+        subject: "step".into(),
     })
 }
 

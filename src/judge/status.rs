@@ -160,7 +160,7 @@ pub(super) fn status_row(r: &StatusRowExpect, tl: &Timeline) -> J {
     if shown.is_empty() {
         let seen: Vec<String> = status_sequence(tl).into_iter().map(|(t, _)| t).collect();
         let msg = format!("STATUS {} never shown (observed [{}])", r.status, seen.join(" → "));
-        return if tl.settled() { fail(msg) } else { undecided(msg) };
+        return if tl.settled() { fail(msg) } else { undecided(msg) }.with(super::Fact::StatusNeverShown);
     }
     let mut facts: Vec<String> = vec![];
     for (n, s) in shown.iter().enumerate() {
@@ -306,6 +306,6 @@ pub(super) fn statuses_gaps(want: &[String], j: J, tl: &Timeline) -> J {
 /// that held (or a status never shown) may have been contradicted (or shown) inside the gap.
 pub(super) fn status_row_gaps(j: J, tl: &Timeline) -> J {
     let Some(g) = tl.pod_gaps().next() else { return j };
-    let contradicted = j.outcome == Outcome::Fail && !j.evidence.contains("never shown");
+    let contradicted = j.outcome == Outcome::Fail && !j.has(super::Fact::StatusNeverShown);
     super::in_gap(j, (!contradicted).then(|| g.describe()))
 }

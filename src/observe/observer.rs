@@ -691,10 +691,11 @@ impl Observer {
         let text = text.as_ref();
         self.tl.stats.log_lines += 1;
         // Two instances never print the same text at the same nanosecond, so (container, time,
-        // text) identifies a line whichever fetch delivered it.
+        // text) identifies a line whichever fetch delivered it: a duplicate never counts twice.
         let key = (container.to_string(), time, text.to_string());
         if self.log_keys.contains(&key) {
             self.tl.stats.log_duplicates += 1;
+            self.relocate(container, hint, time, text);
             return;
         }
         if text.ends_with(TRUNCATED_MARKER) {
@@ -728,6 +729,65 @@ impl Observer {
             .logs
             .partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, instance, time));
         self.tl.logs.insert(pos, ll);
+    }
+
+    /// A line delivered again by another instance's stream. A fetch for instance n returns n's
+    /// lines or a later instance's (a resumed fetch reads the container's current log, a late
+    /// `previous` the last terminated one), never an earlier one's: when two streams deliver the
+    /// same line, the later instance is the line's (A3 of 2026-12-01-b: instance 1's "run 2"
+    /// came first through instance 0's resumed follow, then through instance 1's own).
+    fn relocate(&mut self, container: &str, hint: Option<u32>, time: Timestamp, text: &str) {
+        let Some(h) = hint else { return };
+        let Some(pos) = self
+            .tl
+            .logs
+            .iter()
+            .position(|l| l.container == container && l.time == time && l.text == text && l.instance < h)
+        else {
+            return;
+        };
+        let mut line = self.tl.logs.remove(pos);
+        if let Some(k) = self.kept.get_mut(&(container.to_string(), line.instance)) {
+            k.0 = k.0.saturating_sub(1);
+            k.1 = k.1.saturating_sub(line.text.len());
+        }
+        let slot = self.kept.entry((container.to_string(), h)).or_insert((0, 0));
+        slot.0 += 1;
+        slot.1 += line.text.len();
+        let from = line.instance;
+        line.instance = h;
+        let at = self
+            .tl
+            .logs
+            .partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, h, time));
+        self.tl.logs.insert(at, line);
+        // Instance `from`'s stream delivered only a later instance's lines: its own log was
+        // never read (its fetch came when another container was current), a gap in the evidence
+        // (A5 of 2026-12-01-b: emptydir-survives-restart's first run).
+        let source = EvidenceSource::Logs {
+            container: Some(container.to_string()),
+            instance: Some(from),
+        };
+        if !self
+            .tl
+            .logs
+            .iter()
+            .any(|l| l.container == container && l.instance == from)
+            && !self.tl.gaps.iter().any(|g| g.source == source)
+        {
+            self.tl.notes.push(format!(
+                "`{container}`#{from}: its log fetch returned #{h}'s lines only, so its own were never read (a log gap)"
+            ));
+            self.tl.gaps.push(Gap {
+                source,
+                from: None,
+                to: None,
+                clock: GapClock::Node,
+                reason: format!(
+                    "the log fetch for #{from} returned #{h}'s lines only: #{from}'s own lines were never read"
+                ),
+            });
+        }
     }
 
     /// An instance over its cap: the newest line replaces the kept newest one (so the last line
@@ -792,8 +852,14 @@ impl Observer {
         insert
     }
 
-    /// Picks the instance a log line belongs to: the hint when its status window (whole
-    /// seconds, so widened by 1 s) contains the line, else the instance whose window does.
+    /// Picks the instance a log line belongs to: the instance whose stream it came from
+    /// (`hint`). A process prints before the runtime records its `startedAt` (whole seconds), so
+    /// a line before the hint's `startedAt` is still the hint's (A3 of 2026-12-01-b: instance
+    /// 1's "run 2" at :23.996, its startedAt :24, instance 0's finishedAt :23). Only a line
+    /// after the hint's end (at or past `finishedAt` + 1 s) cannot be the hint's: a resumed
+    /// fetch of the container's current log after a restart returns the next instance's lines,
+    /// so it goes to the later instance whose window holds it. Without a hint (a CRI log file),
+    /// the status windows decide.
     fn attribute(&self, container: &str, hint: Option<u32>, time: Timestamp) -> u32 {
         let second = jiff::SignedDuration::from_secs(1);
         let window = |i: &Instance| -> Option<bool> {
@@ -804,17 +870,21 @@ impl Observer {
         };
         let instances: Vec<&Instance> = self.tl.instances_of(container).collect();
         if let Some(h) = hint {
-            match instances.iter().find(|i| i.instance == h) {
-                None => return h,
-                Some(i) if window(i) != Some(false) => return h,
-                _ => {}
+            let ended_before = instances
+                .iter()
+                .find(|i| i.instance == h)
+                .and_then(|i| i.finished_at)
+                .is_some_and(|f| time >= f + second);
+            if !ended_before {
+                return h;
             }
+            return instances
+                .iter()
+                .find(|i| i.instance > h && window(i) == Some(true))
+                .map_or(h, |i| i.instance);
         }
         if let Some(i) = instances.iter().find(|i| window(i) == Some(true)) {
             return i.instance;
-        }
-        if let Some(h) = hint {
-            return h;
         }
         instances
             .iter()

@@ -309,8 +309,12 @@ fn index_row(out: &mut String, c: &CaseReport) {
         CaseStatus::Interrupted => "interrupted before it finished".into(),
         CaseStatus::NotRun => "not run: the run was interrupted first".into(),
         CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => crate::results::first_problem(c.last()),
-        CaseStatus::Flaky => format!("passed on attempt {}", c.attempts.len()),
-        CaseStatus::Passed => String::new(),
+        CaseStatus::Flaky => crate::results::failure_message(c)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        CaseStatus::Passed => crate::results::harness_error_note(c).unwrap_or_default(),
     };
     let _ = writeln!(
         out,
@@ -442,7 +446,7 @@ fn case(out: &mut String, c: &CaseReport) {
                 esc(crate::observe::watch_transcript(tl).trim_end())
             );
         }
-        let failed = !matches!(c.status, CaseStatus::Passed | CaseStatus::Flaky | CaseStatus::Ignored);
+        let failed = !matches!(c.status, CaseStatus::Passed | CaseStatus::Ignored);
         if failed {
             let _ = writeln!(
                 out,

@@ -146,6 +146,12 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     }
     if !opts.quiet || summary.interrupted {
         crate::outln!("{}", summary.counts_line());
+        // A retry that passed after a harness error stands, but the error is not hidden.
+        for c in &summary.cases {
+            if let Some(note) = crate::results::harness_error_note(c) {
+                crate::outln!("{} {}: {note}", c.full_name(), c.status.as_str());
+            }
+        }
     }
     if let Some(u) = &summary.upstream
         && !opts.quiet

@@ -245,6 +245,23 @@ impl RunSummary {
 pub fn failure_message(r: &CaseReport) -> String {
     let Some(a) = r.last() else { return "no attempt".into() };
     let mut out = String::new();
+    if r.status == CaseStatus::Flaky {
+        // The last attempt may have passed: show the pass rate and the first failing attempt.
+        let reps = r.repetitions.iter().filter(|n| **n > 0).count().max(1);
+        out.push_str(&format!(
+            "flaky, not certified: {} of {reps} repetition(s) passed (pass rate {}), {} of {} attempt(s) failed\n",
+            (r.pass_rate * reps as f64).round() as usize,
+            stats::percent(r.pass_rate),
+            r.attempts.iter().filter(|a| a.status == AttemptStatus::Failed).count(),
+            r.attempts.len()
+        ));
+        if let Some(f) = r.attempts.iter().find(|a| a.status == AttemptStatus::Failed) {
+            for v in f.verdicts.iter().filter(|v| v.outcome == Outcome::Fail) {
+                out.push_str(&format!("FAIL {}: {}\n", v.kind, v.evidence));
+            }
+        }
+        return out;
+    }
     if let Some(e) = &a.error {
         out.push_str(&format!("error: {e}\n"));
     }
@@ -262,4 +279,22 @@ pub fn failure_message(r: &CaseReport) -> String {
         out.push_str(&format!("({} attempts)\n", r.attempts.len()));
     }
     out
+}
+
+/// For a case that reached a verdict after harness errors (a retry that passed): the errors,
+/// reported beside the verdict (they are podlife's or the cluster's, never the node's flake).
+pub fn harness_error_note(r: &CaseReport) -> Option<String> {
+    let n = stats::harness_errors(&r.attempts);
+    if n == 0 || r.status == CaseStatus::Error {
+        return None;
+    }
+    let first = r
+        .attempts
+        .iter()
+        .find(|a| a.status == AttemptStatus::Error)
+        .and_then(|a| a.error.clone())
+        .unwrap_or_default();
+    Some(format!(
+        "after {n} harness error(s), not counted against the node (first: {first})"
+    ))
 }

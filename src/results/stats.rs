@@ -49,20 +49,37 @@ pub fn repetition_outcomes(attempts: &[Attempt], repetitions: &[usize]) -> Vec<A
     out
 }
 
-/// The status of a case over repetitions (each repetition's final status, retries inside):
-/// all passed → passed (flaky if a retry was needed), some passed → flaky, none → the last's.
-pub fn repeat_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
+/// The status of a case over repetitions (each repetition's final status, retries inside).
+/// `node_failed`: whether any attempt, retries included, failed on the node.
+///
+/// A case is certified (passed) only when every repetition passed and no attempt failed: a node
+/// seen failing and passing the same case is flaky, and flaky is not conformant. A harness error
+/// or an undecided attempt is never a flake of the node: a retry that passed after one stands
+/// (the error stays in the attempts and is reported). Repetitions that passed beside others
+/// without a verdict leave the case without a verdict (error, else undecided).
+pub fn repeat_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatus {
     let passed = outcomes.iter().filter(|s| **s == AttemptStatus::Passed).count();
+    let failed = outcomes.contains(&AttemptStatus::Failed);
     match outcomes.last() {
         None => CaseStatus::Interrupted,
         Some(_) if passed == outcomes.len() => {
-            if retried {
+            if node_failed {
                 CaseStatus::Flaky
             } else {
                 CaseStatus::Passed
             }
         }
-        Some(_) if passed > 0 => CaseStatus::Flaky,
+        Some(_) if passed > 0 && failed => CaseStatus::Flaky,
+        Some(_) if failed => CaseStatus::Failed,
+        Some(_) if passed > 0 => {
+            if outcomes.contains(&AttemptStatus::Error) {
+                CaseStatus::Error
+            } else if outcomes.contains(&AttemptStatus::Interrupted) {
+                CaseStatus::Interrupted
+            } else {
+                CaseStatus::Undecided
+            }
+        }
         Some(AttemptStatus::Failed) => CaseStatus::Failed,
         Some(AttemptStatus::Undecided) => CaseStatus::Undecided,
         Some(AttemptStatus::Error) => CaseStatus::Error,
@@ -71,14 +88,20 @@ pub fn repeat_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
     }
 }
 
+/// How many attempts of a case ended in a harness error although the case reached a verdict
+/// (a retry passed after it): reported beside the verdict, never counted against the node.
+pub fn harness_errors(attempts: &[Attempt]) -> usize {
+    attempts.iter().filter(|a| a.status == AttemptStatus::Error).count()
+}
+
 /// The status of a case from its repetitions' outcomes: like `repeat_status`, except that a run
 /// interrupted during the case makes it interrupted (its later repetitions and retries never
 /// happened, so neither "flaky" nor "failed" would be the truth).
-pub fn case_status(outcomes: &[AttemptStatus], retried: bool) -> CaseStatus {
+pub fn case_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatus {
     if outcomes.last() == Some(&AttemptStatus::Interrupted) {
         return CaseStatus::Interrupted;
     }
-    repeat_status(outcomes, retried)
+    repeat_status(outcomes, node_failed)
 }
 
 /// min/median/max of every measured value, over the given attempts (one per repetition).
@@ -90,7 +113,12 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
             if v.index == usize::MAX {
                 continue;
             }
-            let label = v.evidence.split(": ").next().unwrap_or(&v.kind).to_string();
+            // Reports written before verdicts carried their subject fall back to the kind.
+            let label = if v.subject.is_empty() {
+                v.kind.clone()
+            } else {
+                v.subject.clone()
+            };
             for (pos, m) in v.measured.iter().enumerate() {
                 let e = by_key
                     .entry((v.index, pos))
@@ -199,10 +227,15 @@ pub fn area_of(c: &CaseReport) -> String {
     c.tags.first().cloned().unwrap_or_else(|| c.suite.clone())
 }
 
-/// Per-area verdicts, counting only cases that ran to a verdict: not conformant when any failed;
+/// A pass rate as reports show it: `33%`.
+pub fn percent(rate: f64) -> String {
+    format!("{:.0}%", rate * 100.0)
+}
+
+/// Per-area verdicts, counting only cases that ran to a verdict: not conformant when any failed
+/// or was flaky (seen failing in one attempt and passing in another: not a certification);
 /// undecided when none failed but some errored, were interrupted or never ran; conformant when
-/// every selected case passed (flaky counts as passed, and is visible in the case list); skipped
-/// when every case was ignored.
+/// every selected case passed; skipped when every case was ignored.
 pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
     certify_refs(&cases.iter().collect::<Vec<_>>())
 }
@@ -215,9 +248,12 @@ pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
         let r = areas.entry(area.clone()).or_insert_with(|| AreaResult::empty(area));
         match c.status {
             CaseStatus::Passed => r.passed += 1,
+            // Seen failing and passing: not a certification of the node.
             CaseStatus::Flaky => {
-                r.passed += 1;
-                r.flaky_cases.push(c.full_name());
+                r.failed += 1;
+                r.failing.push(c.full_name());
+                r.flaky_cases
+                    .push(format!("{} (pass rate {})", c.full_name(), percent(c.pass_rate)));
             }
             CaseStatus::Failed => {
                 r.failed += 1;
@@ -315,7 +351,7 @@ pub struct UpstreamResult {
 }
 
 /// Certified upstream behaviours: every selected case that names the test ran to a verdict and
-/// passed (flaky counts). A case without a verdict (error, interrupted, not run) leaves the test
+/// passed (a flaky case counts as failed). A case without a verdict (error, interrupted, not run) leaves the test
 /// undecided, never certified.
 pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamResult> {
     if applicable.is_empty() {
@@ -331,7 +367,10 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
             mapped += 1;
         }
         let selected: Vec<&&CaseReport> = naming.iter().filter(|c| c.status != CaseStatus::Ignored).collect();
-        if selected.iter().any(|c| c.status == CaseStatus::Failed) {
+        if selected
+            .iter()
+            .any(|c| matches!(c.status, CaseStatus::Failed | CaseStatus::Flaky))
+        {
             failed.push(name.clone());
         } else if selected.iter().any(|c| !c.status.has_verdict()) {
             undecided.push(name.clone());

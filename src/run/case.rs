@@ -82,6 +82,8 @@ fn failed_step(evidence: String) -> Verdict {
         measured: vec![],
         marks: vec![],
         measures: vec![],
+        facts: vec![],
+        subject: "step".into(),
     }
 }
 

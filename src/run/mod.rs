@@ -744,7 +744,9 @@ pub fn execute(
             let status = report.status;
             slots.lock().expect("reports")[slot] = Some(report);
             match status {
-                CaseStatus::Passed | CaseStatus::Flaky => Ok(libtest_mimic::Completion::Completed),
+                CaseStatus::Passed => Ok(libtest_mimic::Completion::Completed),
+                // Seen failing and passing: not certified, so not "ok".
+                CaseStatus::Flaky => Err(message.into()),
                 // Not a failure of the node: the console says so instead of "FAILED".
                 CaseStatus::Interrupted => Ok(libtest_mimic::Completion::ignored_with("interrupted")),
                 CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
@@ -855,8 +857,14 @@ pub fn execute(
     RunOutcome {
         // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).
         // Interrupted and not-run cases did not pass either: a replay or re-judging of an
-        // interrupted run (not itself interrupted, so no 130) must not exit 0.
-        any_failed: summary.failed + summary.undecided + summary.errors + summary.interrupted_cases + summary.not_run
+        // interrupted run (not itself interrupted, so no 130) must not exit 0. Nor does a flaky
+        // case: seen failing, it is not certified.
+        any_failed: summary.failed
+            + summary.flaky
+            + summary.undecided
+            + summary.errors
+            + summary.interrupted_cases
+            + summary.not_run
             > 0
             || !summary.leftovers.is_empty(),
         summary,
@@ -934,7 +942,10 @@ fn run_trial(
         report.repetitions.push(n);
     }
     let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
-    report.status = stats::case_status(&outcomes, report.repetitions.iter().any(|n| *n > 1));
+    // A failure of the node in any attempt (retries included) makes a later pass flaky; a
+    // harness error or an undecided attempt does not.
+    let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
+    report.status = stats::case_status(&outcomes, node_failed);
     report.pass_rate = stats::pass_rate(&outcomes);
     let mut ends = vec![];
     let mut i = 0;
