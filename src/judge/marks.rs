@@ -442,7 +442,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .find(|i| i.instance == last.instance)
                 .and_then(|i| i.finished_at);
             if let Some(f) = finished
-                && (last.time + period <= f || last.time >= f + SECOND)
+                && (crate::util::ts_add(last.time, period) <= f || last.time >= crate::util::ts_add(f, SECOND))
             {
                 return Ok(Hit::new(
                     f,

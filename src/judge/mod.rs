@@ -85,7 +85,13 @@ pub enum Fact {
     EventsLossy,
     /// A kill time read from a tick loop disagrees with the container's `finishedAt`.
     KillDisagreesWithFinishedAt,
+    /// The pod was created with `spec.nodeName`: what only the scheduler writes (the
+    /// `Scheduled` event, PodScheduled before the kubelet's first status) cannot be judged.
+    BoundWithoutScheduler,
 }
+
+/// Why a verdict on the scheduler's writes cannot be decided for a pod bound at creation.
+const BOUND_AT_CREATE: &str = "the pod was created with spec.nodeName: the scheduler never saw it, so no Scheduled event was written and the kubelet set PodScheduled in its own first status write";
 
 /// A resolved mark as reported: its label and instant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -737,6 +743,9 @@ fn condition(c: &ConditionExpect, tl: &Timeline) -> J {
 }
 
 fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
+    if tl.pod.bound_at_create && list.iter().any(|r| scheduler_writes(case, r)) {
+        return undecided(format!("order: undecided: {BOUND_AT_CREATE}")).with(Fact::BoundWithoutScheduler);
+    }
     let mut hits = vec![];
     for r in list {
         match mark(case, r, tl) {
@@ -1270,7 +1279,20 @@ fn events_lossy(tl: &Timeline, reason: Option<&str>) -> Option<String> {
 /// What an event verdict adds about the event stream's own loss.
 const EVENTS_NOTE: &str = "events are best effort: the kubelet's recorder rate-limits, aggregates and may drop them";
 
+/// A mark only the scheduler writes: its `Scheduled` event, or PodScheduled=True.
+fn scheduler_writes(case: &Case, r: &MarkRef) -> bool {
+    let Ok(spec) = lookup(case, r) else { return false };
+    match spec {
+        MarkSpec::Event(e) => e.reason == "Scheduled",
+        MarkSpec::Condition(c) => c.r#type == "PodScheduled",
+        _ => false,
+    }
+}
+
 fn event(e: &EventExpect, tl: &Timeline) -> J {
+    if e.reason == "Scheduled" && tl.pod.bound_at_create {
+        return undecided(format!("event Scheduled: undecided: {BOUND_AT_CREATE}")).with(Fact::BoundWithoutScheduler);
+    }
     let EventCount { j, measured_count } = event_count(e, tl);
     let count = e.count.unwrap_or(Count::at_least(1));
     let exact = count.exactly.is_some() || count.at_most.is_some();

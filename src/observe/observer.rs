@@ -361,7 +361,17 @@ impl Observer {
     }
 
     fn update_info(&mut self, pod: &core::Pod) {
+        // The creator's fields (an entry not written through a subresource) include nodeName:
+        // the pod was bound at creation, not by the scheduler's binding.
+        let bound = pod.metadata.managed_fields.iter().flatten().any(|m| {
+            m.subresource.as_deref().is_none_or(str::is_empty)
+                && m.fields_v1
+                    .as_ref()
+                    .and_then(|f| f.0.pointer("/f:spec/f:nodeName"))
+                    .is_some()
+        });
         let info = &mut self.tl.pod;
+        info.bound_at_create |= bound;
         let md = &pod.metadata;
         info.name = md.name.clone().unwrap_or_default();
         info.namespace = md.namespace.clone().unwrap_or_default();
@@ -874,7 +884,7 @@ impl Observer {
                 .iter()
                 .find(|i| i.instance == h)
                 .and_then(|i| i.finished_at)
-                .is_some_and(|f| time >= f + second);
+                .is_some_and(|f| time >= crate::util::ts_add(f, second));
             if !ended_before {
                 return h;
             }

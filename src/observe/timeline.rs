@@ -213,6 +213,11 @@ pub struct PodInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<Timestamp>,
     pub containers: Vec<ContainerRef>,
+    /// Created with `spec.nodeName` (by its manifest, or by `--node` before it pinned through
+    /// the scheduler): the scheduler never saw the pod, so no `Scheduled` event was written and
+    /// the kubelet set PodScheduled itself, in its first status write.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bound_at_create: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
