@@ -124,11 +124,19 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     // (src/run/streams.rs), so how many there are depends on how far the watch lags the log
     // stream — CPU load, not the number of nodes. They can only be bounded by that pacing:
     // at most one per 500 ms per followed container (6 here) over the run.
+    // The run-wide API probe (src/run/health.rs: GET /version once a second, after the
+    // preflight's own) is paced by time too, whatever the node count.
     let (resumes, fixed): (Vec<&String>, Vec<&String>) = f
         .requests
         .iter()
         .partition(|r| r.contains("/log?") && r.contains("follow=true&sinceTime="));
+    let (probes, fixed): (Vec<&String>, Vec<&String>) = fixed.into_iter().partition(|r| r.as_str() == "GET /version");
     assert!(fixed.len() <= 17 + 13 * 6, "{} requests: {fixed:#?}", fixed.len());
+    assert!(
+        probes.len() <= 1 + elapsed.as_secs() as usize + 1,
+        "{} probes in {elapsed:?}",
+        probes.len()
+    );
     let paced = 6 * (elapsed.as_millis() as usize / 500 + 1);
     assert!(
         resumes.len() <= paced,

@@ -990,7 +990,7 @@ fn a_delete_step_during_an_outage_is_retried() {
     let e = env(|f| {
         f.outage_on = Some((
             "DELETE /api/v1/namespaces/podlife-testrun1-mock-sigterm-handled/pods/".into(),
-            Duration::from_secs(2),
+            Duration::from_secs(3),
         ))
     });
     let body = SIGTERM_HANDLED
@@ -1006,13 +1006,28 @@ fn a_delete_step_during_an_outage_is_retried() {
     let f = e.fake.lock().unwrap();
     assert!(f.refused >= 1, "no outage: {:#?}", f.requests);
     assert!(!f.delete_graces.is_empty(), "{:#?}", f.requests);
-    let tl = a.timeline.as_ref().unwrap();
+    let tl = a.timeline.as_ref().or(c.timeline.as_ref()).expect("a timeline");
     let del = tl
         .actions
         .iter()
         .find(|x| x.kind == podlife::observe::ActionKind::Delete)
         .unwrap();
     assert!(del.done.unwrap() >= del.sent);
+    // The fake refused new requests while its open streams went on, as kube-apiserver does while
+    // it shuts down: the watches saw no error, but the run-wide probe did, and the span is a gap
+    // of the pod watch and of the events (the kubelet could not write then).
+    for source in [
+        podlife::observe::EvidenceSource::PodWatch,
+        podlife::observe::EvidenceSource::Events,
+    ] {
+        assert!(
+            tl.gaps
+                .iter()
+                .any(|g| g.source == source && g.reason.contains("took no new request") && g.to.is_some()),
+            "{source:?}: {:#?}",
+            tl.gaps
+        );
+    }
 }
 
 /// The namespace DELETE is retried through an outage longer than `--cleanup-timeout`, within

@@ -50,6 +50,8 @@ pub struct CaseEnv {
     /// `--each-node`: the node this copy of the case runs on (part of its identity: namespace,
     /// recording folder); `target` pins it there.
     pub node: Option<String>,
+    /// Live: when the API server took no new request (see `health`).
+    pub api_health: Option<Arc<super::health::ApiHealth>>,
 }
 
 impl CaseEnv {
@@ -692,8 +694,40 @@ async fn observe_case(
     }
     loop_.tasks.abort_all();
     drop(tx);
+    api_outage_gaps(&mut loop_.obs, env);
     let tl = loop_.obs.finish();
     Ok(conclude(case, tl, step_failure, started, t0))
+}
+
+/// Every span in which the API server took no new request (see `health`) is a gap of the pod
+/// watch and of the Event watch, even if they stayed connected: the kubelet and the scheduler
+/// could not write then, so a status or an event of that span may never have been seen (the
+/// kubelet writes only its latest status afterwards, and drops events it could not post).
+/// Before the pod was created nobody wrote about it: an outage then hides nothing.
+fn api_outage_gaps(obs: &mut Observer, env: &CaseEnv) {
+    let Some(h) = &env.api_health else { return };
+    let Some(created) = obs
+        .timeline()
+        .actions
+        .iter()
+        .find(|a| a.kind == ActionKind::Apply)
+        .map(|a| a.sent)
+    else {
+        return;
+    };
+    let now = Timestamp::now();
+    let why = h.reason();
+    for o in h.outages_between(created, now) {
+        for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
+            obs.push(Input::Gap(crate::observe::Gap {
+                source,
+                from: Some(o.from.max(created)),
+                to: Some(o.to.unwrap_or(now)),
+                clock: crate::observe::GapClock::Harness,
+                reason: format!("the API server took no new request (the kubelet could not write): {why}"),
+            }));
+        }
+    }
 }
 
 fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
@@ -780,6 +814,7 @@ impl Loop<'_> {
     /// Ends the case early (Ctrl-C or a harness error), keeping what was observed.
     fn stop(mut self, stop: Stop, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
         self.tasks.abort_all();
+        api_outage_gaps(&mut self.obs, self.env);
         let tl = self.obs.finish();
         match stop {
             Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
@@ -822,8 +857,17 @@ impl Loop<'_> {
             let now = Instant::now();
             // While the pod watch is down nothing can be seen: the wait is extended by the
             // time it was down (within the outage budget), so an outage does not time it out.
-            let blind = self.pod_downtime - downtime_before
+            let watch_blind = self.pod_downtime - downtime_before
                 + self.pod_down_since.map_or(Duration::ZERO, |s| now - s.max(began));
+            // While the API takes no new request nothing can progress either (the kubelet cannot
+            // write), even with the watches up: the wait is extended by that too.
+            let api_blind = self.env.api_health.as_ref().map_or(Duration::ZERO, |h| {
+                h.down_between(
+                    tokio::time::Instant::from_std(began),
+                    tokio::time::Instant::from_std(now),
+                )
+            });
+            let blind = watch_blind.max(api_blind);
             let until = crate::util::add(until, blind.min(self.env.api_outage_budget));
             if now >= until {
                 return Ok(false);

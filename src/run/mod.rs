@@ -3,6 +3,7 @@
 
 pub mod bundle;
 pub mod case;
+pub mod health;
 pub mod interrupt;
 pub mod record;
 pub mod streams;
@@ -525,8 +526,16 @@ pub fn execute(
         api_outage_budget: opts.api_outage_budget,
         record: None,
         node: None,
+        api_health: None,
     };
     let mut env = env;
+    // Live: probe the API once a second for the whole run (see `health`).
+    let mut health_task = None;
+    if let Source::Live(client) = &source {
+        let h = Arc::new(health::ApiHealth::default());
+        health_task = Some(rt.spawn(h.clone().probe(client.clone())));
+        env.api_health = Some(h);
+    }
     if let Source::Live(_) = &source
         && opts.record
     {
@@ -827,6 +836,9 @@ pub fn execute(
             opts.request_timeout,
             opts.api_outage_budget,
         )));
+    }
+    if let Some(t) = health_task {
+        t.abort();
     }
     let interrupt = *interrupted_by.lock().expect("interrupt");
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();

@@ -1,0 +1,115 @@
+//! Run-wide API health (`ApiHealth`): whether the API server accepts new requests, probed once a
+//! second for the whole live run.
+//!
+//! Why: while kube-apiserver shuts down gracefully (a restart: ~60 s on the reference node) the
+//! watches it already serves stay open and healthy, but it takes no new connection, so the
+//! kubelet and the scheduler cannot write a status or an event. podlife's streams then see no
+//! error, just silence: in live run F1 and again here, no pod or event update arrived for 65 s
+//! while every watch looked up. The probe sees it (a new request is refused at once), and each
+//! case's pod watch and Event watch get a gap for every such window, so what the writers could
+//! not write is never judged as absent.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+/// How often the API is probed: an outage shorter than this may go unseen, and it is far
+/// shorter than anything a case measures across an outage.
+const PERIOD: Duration = Duration::from_secs(1);
+/// A probe with no answer by then counts as a failure (a healthy server answers /version in
+/// milliseconds; this leaves room for a loaded 2-core machine).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One span in which the API server took no new request: from the last probe that succeeded
+/// before it to the first that succeeded after it (`None`: still down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outage {
+    pub from: Timestamp,
+    pub to: Option<Timestamp>,
+    /// The same span on the monotonic clock, for waits.
+    pub since: tokio::time::Instant,
+    pub until: Option<tokio::time::Instant>,
+}
+
+#[derive(Default)]
+pub struct ApiHealth {
+    outages: Mutex<Vec<Outage>>,
+    /// Why the first failing probe of the current outage failed.
+    reason: Mutex<String>,
+}
+
+impl ApiHealth {
+    /// Probes until the run ends (the task is aborted), recording every outage.
+    pub async fn probe(self: Arc<Self>, client: kube::Client) {
+        let mut last_ok = (Timestamp::now(), tokio::time::Instant::now());
+        loop {
+            let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
+            let failure = match answered {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(crate::cluster::describe(&e)),
+                Err(_) => Some(format!(
+                    "no answer to GET /version within {}",
+                    crate::util::fmt_secs(PROBE_TIMEOUT.as_secs_f64())
+                )),
+            };
+            let now = (Timestamp::now(), tokio::time::Instant::now());
+            {
+                let mut o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
+                let open = o.last_mut().filter(|x| x.to.is_none());
+                match (failure, open) {
+                    (None, Some(x)) => {
+                        x.to = Some(now.0);
+                        x.until = Some(now.1);
+                    }
+                    (None, None) => {}
+                    (Some(why), None) => {
+                        *self.reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
+                        o.push(Outage {
+                            from: last_ok.0,
+                            to: None,
+                            since: last_ok.1,
+                            until: None,
+                        });
+                    }
+                    (Some(_), Some(_)) => {}
+                }
+            }
+            if self.down_now().is_none() {
+                last_ok = now;
+            }
+            tokio::time::sleep(PERIOD).await;
+        }
+    }
+
+    /// Since when the API has been down, if it is.
+    pub fn down_now(&self) -> Option<tokio::time::Instant> {
+        let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
+        o.last().filter(|x| x.to.is_none()).map(|x| x.since)
+    }
+
+    /// How long the API was down between `from` and `to` (monotonic).
+    pub fn down_between(&self, from: tokio::time::Instant, to: tokio::time::Instant) -> Duration {
+        let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
+        o.iter()
+            .map(|x| {
+                let a = x.since.max(from);
+                let b = x.until.unwrap_or(to).min(to);
+                b.saturating_duration_since(a)
+            })
+            .sum()
+    }
+
+    /// The outages overlapping `[from, to]` (wall clock), with the reason of the latest.
+    pub fn outages_between(&self, from: Timestamp, to: Timestamp) -> Vec<Outage> {
+        let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
+        o.iter()
+            .filter(|x| x.from <= to && x.to.is_none_or(|t| t >= from))
+            .copied()
+            .collect()
+    }
+
+    pub fn reason(&self) -> String {
+        self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
