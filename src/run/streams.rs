@@ -533,10 +533,16 @@ pub async fn follow_log(
                         since_time: last.and_then(|t| Timestamp::from_second(t.as_second()).ok()),
                         ..lp
                     };
-                    if let Fetched::Failed { why, .. } =
-                        fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await
-                    {
-                        open_gap(&tx, &source, &mut open, last, format!("final fetch: {why}")).await;
+                    // A 404 says the pod is gone already (deleted right after its container
+                    // ended): the follow's clean end, which the kubelet sends when the container's
+                    // log ends, is then all there is. Any other failure (the API away) leaves the
+                    // log's end unknown.
+                    match fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await {
+                        Fetched::Failed { code: Some(404), .. } => {}
+                        Fetched::Failed { why, .. } => {
+                            open_gap(&tx, &source, &mut open, last, format!("final fetch: {why}")).await;
+                        }
+                        Fetched::Ended | Fetched::Closed => {}
                     }
                     return;
                 }
