@@ -9,7 +9,7 @@ pub mod status;
 use jiff::{SignedDuration, Timestamp};
 use serde::{Deserialize, Serialize};
 
-use crate::observe::{State, Timeline};
+use crate::observe::{EvidenceSource, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{Count, InstanceSel};
 use crate::util::fmt_secs;
@@ -85,6 +85,8 @@ pub enum Fact {
     EventsLossy,
     /// A kill time read from a tick loop disagrees with the container's `finishedAt`.
     KillDisagreesWithFinishedAt,
+    /// The API server was down across what was measured (see `EvidenceSource::Api`).
+    ApiDown,
     /// The pod was created with `spec.nodeName`: what only the scheduler writes (the
     /// `Scheduled` event, PodScheduled before the kubelet's first status) cannot be judged.
     BoundWithoutScheduler,
@@ -917,9 +919,25 @@ fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         Err(why) => return missing(&g.to, why),
     };
     let resolution = (secs(a.precision), secs(b.precision));
+    let span = (a.at.min(b.at), a.at.max(b.at));
     let mut j = gap_between(g, a, b);
     if !j.measured.is_empty() {
         j.measures = gap_measures(case, g, tl, resolution);
+    }
+    // The API server was down across the measured span: the kubelet heard of our request, or
+    // could act on it, only when it was back. A gap outside its bounds then says nothing about
+    // the node; one within them stands (the evidence still proves it).
+    if j.outcome == Outcome::Fail
+        && let Some(o) = tl
+            .gaps
+            .iter()
+            .find(|x| x.source == EvidenceSource::Api && x.overlaps(Some(span.0), Some(span.1)))
+    {
+        let mut u = undecided(format!("{}; undecided: {}", j.evidence, o.describe()));
+        u.measured = std::mem::take(&mut j.measured);
+        u.measures = std::mem::take(&mut j.measures);
+        u.marks = std::mem::take(&mut j.marks);
+        return u.with(Fact::ApiDown);
     }
     j
 }
@@ -1526,12 +1544,22 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
     // The kubelet's own word: each CrashLoopBackOff waiting message names the back-off it is
     // waiting out ("back-off 10s restarting failed container=main ..."). Read directly, free of
     // the re-sync jitter that widens the interval bounds, it tells a 10 s base from a 20 s one.
+    // Each message is read with the restartCount it was shown with, which says which wait it
+    // is: a status write the kubelet could not make (an API outage) hides some waits, and the
+    // next message seen then announces a later, longer step (live: "back-off 80s" next after
+    // "back-off 10s" across a 65 s outage), never a wrong one.
     let announced = announced_backoffs(tl, name);
-    let nominal = nominal_steps(b, announced.len());
-    for (k, (got, want)) in announced.iter().zip(&nominal).enumerate() {
+    let offset = immediate_restarts(b);
+    let last_wait = announced.iter().map(|(r, _)| *r).max().unwrap_or(0);
+    let nominal = nominal_steps(b, (last_wait + 1) as usize);
+    for (r, got) in &announced {
+        let Some(k) = r.checked_sub(offset).map(|k| k as usize) else {
+            continue;
+        };
+        let Some(want) = nominal.get(k) else { continue };
         if (got - want).abs() > 1e-6 {
             bad.push(format!(
-                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message), the model's step is {}",
+                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message at restartCount {r}), the model's step is {}",
                 fmt_secs(*got),
                 ordinal(k + 1),
                 fmt_secs(*got),
@@ -1539,6 +1567,7 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             ));
         }
     }
+    let announced: Vec<f64> = announced.into_iter().map(|(_, d)| d).collect();
     let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() {
         b.intervals.len() as u32
     } else {
@@ -1590,11 +1619,25 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
     j
 }
 
-/// The back-offs the kubelet announced for `container`, in order, one per distinct wait: the
-/// duration in its CrashLoopBackOff waiting messages ("back-off 10s restarting failed
-/// container=main pod=..."), consecutive repeats of one wait counted once.
-pub fn announced_backoffs(tl: &Timeline, container: &str) -> Vec<f64> {
-    let mut out: Vec<f64> = vec![];
+/// Restarts the model makes before its first back-off wait (the kubelet restarts the first exit
+/// at once): the first CrashLoopBackOff is shown with this restartCount.
+fn immediate_restarts(b: &BackoffExpect) -> u32 {
+    match &b.doubling {
+        Some(d) => u32::from(d.first_immediate),
+        None => b
+            .intervals
+            .iter()
+            .take_while(|x| x.min.is_none_or(|m| m.as_secs_f64() <= 0.0))
+            .count() as u32,
+    }
+}
+
+/// The back-offs the kubelet announced for `container`, in order, one per distinct wait, with
+/// the restartCount shown beside it: the duration in its CrashLoopBackOff waiting messages
+/// ("back-off 10s restarting failed container=main pod=..."), consecutive repeats of one wait
+/// counted once.
+pub fn announced_backoffs(tl: &Timeline, container: &str) -> Vec<(u32, f64)> {
+    let mut out: Vec<(u32, f64)> = vec![];
     let mut last_restarts = None;
     for s in &tl.snapshots {
         let Some(c) = s.container(container) else { continue };
@@ -1617,7 +1660,7 @@ pub fn announced_backoffs(tl: &Timeline, container: &str) -> Vec<f64> {
         };
         // One wait per restartCount: the same wait is shown in many snapshots.
         if last_restarts != Some(c.restart_count) {
-            out.push(d);
+            out.push((c.restart_count, d));
             last_restarts = Some(c.restart_count);
         }
     }

@@ -183,8 +183,56 @@ impl Observer {
 
     /// Marks the observation as ended and returns the timeline.
     pub fn finish(mut self) -> Timeline {
+        self.lost_instance_logs();
         self.tl.complete = true;
         self.tl
+    }
+
+    /// An instance first seen only after a later one had started (it lived while the pod watch
+    /// was blind, or the kubelet could not write: an API outage) has a log no one can fetch any
+    /// more: the runtime keeps only the current and the previous instance's. Without a line of it,
+    /// its log is a gap, so a count over the container's logs is not decided as if it had been
+    /// read (live: a crash-looping container's instance 3 ran inside a 65 s outage).
+    fn lost_instance_logs(&mut self) {
+        let second = jiff::SignedDuration::from_secs(1);
+        let mut lost = vec![];
+        for i in &self.tl.instances {
+            let replaced = self.tl.instances.iter().any(|j| {
+                j.container == i.container
+                    && j.instance > i.instance
+                    && j.started_at
+                        .is_some_and(|s| crate::util::ts_add(s, second) <= i.first_seen)
+            });
+            let has_lines = self
+                .tl
+                .logs
+                .iter()
+                .any(|l| l.container == i.container && l.instance == i.instance);
+            let covered = self.tl.gaps.iter().any(|g| {
+                g.source
+                    == EvidenceSource::Logs {
+                        container: Some(i.container.clone()),
+                        instance: Some(i.instance),
+                    }
+            });
+            if replaced && !has_lines && !covered {
+                lost.push((i.container.clone(), i.instance));
+            }
+        }
+        for (container, instance) in lost {
+            self.tl.gaps.push(Gap {
+                source: EvidenceSource::Logs {
+                    container: Some(container.clone()),
+                    instance: Some(instance),
+                },
+                from: None,
+                to: None,
+                clock: GapClock::Node,
+                reason: format!(
+                    "`{container}`#{instance} was first seen after a later instance had started: its log could no longer be fetched"
+                ),
+            });
+        }
     }
 
     /// Calls `tap` with every input from now on, before the observer handles it.

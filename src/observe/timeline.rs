@@ -76,6 +76,10 @@ pub enum EvidenceSource {
     PodWatch,
     /// The Event watch of the case namespace.
     Events,
+    /// The API server itself (run-wide probe): it took no new request, so the kubelet could not
+    /// write and did not hear of our requests in time. What happened to the pod then, and any
+    /// timing from our action to the node's reaction across it, is not the node's alone.
+    Api,
     /// Container logs: of one container (`None`: every container) and one instance (`None`: every instance).
     Logs {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,6 +112,7 @@ impl EvidenceSource {
         match self {
             EvidenceSource::PodWatch => "pod watch".into(),
             EvidenceSource::Events => "events watch".into(),
+            EvidenceSource::Api => "API server".into(),
             EvidenceSource::Logs { container, instance } => match (container, instance) {
                 (Some(c), Some(i)) => format!("log of {c}#{i}"),
                 (Some(c), None) => format!("logs of {c}"),

@@ -716,15 +716,14 @@ fn api_outage_gaps(obs: &mut Observer, env: &CaseEnv) {
         return;
     };
     let now = Timestamp::now();
-    let why = h.reason();
     for o in h.outages_between(created, now) {
-        for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
+        for source in [EvidenceSource::PodWatch, EvidenceSource::Events, EvidenceSource::Api] {
             obs.push(Input::Gap(crate::observe::Gap {
                 source,
                 from: Some(o.from.max(created)),
                 to: Some(o.to.unwrap_or(now)),
                 clock: crate::observe::GapClock::Harness,
-                reason: format!("the API server took no new request (the kubelet could not write): {why}"),
+                reason: format!("{}: the kubelet could not write its status or events", o.reason),
             }));
         }
     }

@@ -21,38 +21,63 @@ const PERIOD: Duration = Duration::from_secs(1);
 /// milliseconds; this leaves room for a loaded 2-core machine).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// After the API server is back, how long its after-effects are watched for: the node lifecycle
+/// controller marks a node NotReady once its lease is older than its grace period (40-50 s),
+/// which the outage made happen (live: 28 s after the API came back, pods then unschedulable for
+/// 23 s). A node not Ready in this window is part of the outage.
+const NODE_AFTERMATH: Duration = Duration::from_secs(120);
+
 /// One span in which the API server took no new request: from the last probe that succeeded
 /// before it to the first that succeeded after it (`None`: still down).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outage {
     pub from: Timestamp,
     pub to: Option<Timestamp>,
     /// The same span on the monotonic clock, for waits.
     pub since: tokio::time::Instant,
     pub until: Option<tokio::time::Instant>,
+    /// Why: the first failing probe's answer.
+    pub reason: String,
 }
 
 #[derive(Default)]
 pub struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
-    /// Why the first failing probe of the current outage failed.
-    reason: Mutex<String>,
 }
 
 impl ApiHealth {
-    /// Probes until the run ends (the task is aborted), recording every outage.
-    pub async fn probe(self: Arc<Self>, client: kube::Client) {
+    /// Probes until the run ends (the task is aborted), recording every outage. `nodes` are the
+    /// run's nodes: one of them not Ready soon after an outage extends it (see `NODE_AFTERMATH`).
+    pub async fn probe(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
         let mut last_ok = (Timestamp::now(), tokio::time::Instant::now());
+        let mut recovered: Option<tokio::time::Instant> = None;
         loop {
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
-            let failure = match answered {
+            let mut failure = match answered {
                 Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(crate::cluster::describe(&e)),
+                Ok(Err(e)) => Some(format!(
+                    "the API server took no new request ({})",
+                    crate::cluster::describe(&e)
+                )),
                 Err(_) => Some(format!(
-                    "no answer to GET /version within {}",
+                    "the API server took no new request (no answer to GET /version within {})",
                     crate::util::fmt_secs(PROBE_TIMEOUT.as_secs_f64())
                 )),
             };
+            if failure.is_some() {
+                recovered = None;
+            } else if self.down_now().is_some() && recovered.is_none() {
+                recovered = Some(tokio::time::Instant::now());
+            }
+            // The outage's aftermath: a run node the controller marked not Ready.
+            if failure.is_none()
+                && recovered.is_some_and(|r| r.elapsed() < NODE_AFTERMATH)
+                && let Some(n) = not_ready(&client, &nodes).await
+            {
+                failure = Some(format!(
+                    "node {n} not Ready after the API outage (its lease lapsed meanwhile)"
+                ));
+            }
             let now = (Timestamp::now(), tokio::time::Instant::now());
             {
                 let mut o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
@@ -63,15 +88,13 @@ impl ApiHealth {
                         x.until = Some(now.1);
                     }
                     (None, None) => {}
-                    (Some(why), None) => {
-                        *self.reason.lock().unwrap_or_else(|p| p.into_inner()) = why;
-                        o.push(Outage {
-                            from: last_ok.0,
-                            to: None,
-                            since: last_ok.1,
-                            until: None,
-                        });
-                    }
+                    (Some(why), None) => o.push(Outage {
+                        from: last_ok.0,
+                        to: None,
+                        since: last_ok.1,
+                        until: None,
+                        reason: why,
+                    }),
                     (Some(_), Some(_)) => {}
                 }
             }
@@ -105,11 +128,29 @@ impl ApiHealth {
         let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
         o.iter()
             .filter(|x| x.from <= to && x.to.is_none_or(|t| t >= from))
-            .copied()
+            .cloned()
             .collect()
     }
+}
 
-    pub fn reason(&self) -> String {
-        self.reason.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
+/// The first of `nodes` whose Ready condition is not True (None: all Ready, or they cannot be read).
+async fn not_ready(client: &kube::Client, nodes: &[String]) -> Option<String> {
+    let api = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone());
+    let list = tokio::time::timeout(PROBE_TIMEOUT, api.list(&kube::api::ListParams::default()))
+        .await
+        .ok()?
+        .ok()?;
+    list.items.into_iter().find_map(|n| {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        if !nodes.is_empty() && !nodes.contains(&name) {
+            return None;
+        }
+        let ready = n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .is_some_and(|c| c.status == "True");
+        (!ready).then_some(name)
+    })
 }

@@ -533,7 +533,8 @@ pub fn execute(
     let mut health_task = None;
     if let Source::Live(client) = &source {
         let h = Arc::new(health::ApiHealth::default());
-        health_task = Some(rt.spawn(h.clone().probe(client.clone())));
+        let nodes = fingerprint.nodes.iter().map(|n| n.name.clone()).collect();
+        health_task = Some(rt.spawn(h.clone().probe(client.clone(), nodes)));
         env.api_health = Some(h);
     }
     if let Source::Live(_) = &source
