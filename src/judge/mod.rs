@@ -1616,6 +1616,24 @@ fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         })
         .collect();
     j.measured = measured;
+    // Restarts need the API (the kubelet reads the pod's secrets and config maps, writes its
+    // status): an API outage across the restarts delays them, and a back-off measured across
+    // one says nothing about the node's.
+    let first = tl.instances_of(name).filter_map(|i| i.started_at).min();
+    let last = tl
+        .instances_of(name)
+        .filter_map(|i| i.started_at.max(i.finished_at))
+        .max();
+    if j.outcome == Outcome::Fail
+        && let Some(o) = tl
+            .gaps
+            .iter()
+            .find(|x| x.source == EvidenceSource::Api && x.overlaps(first, last))
+    {
+        j.outcome = Outcome::Undecided;
+        j.evidence = format!("{}; undecided: {}", j.evidence, o.describe());
+        j.facts.push(Fact::ApiDown);
+    }
     j
 }
 

@@ -112,6 +112,29 @@ fn conclude(
 ) -> Attempt {
     let mut verdicts = judge::judge_case(&case.spec, &tl);
     if let Some(v) = step_failure {
+        // A step that could not complete for a reason that is not the node's (undecided: a gap
+        // could hide its mark, a wait an outage cut short) ended the observation early: what the
+        // other expectations found missing may have come later. They are undecided, not failed.
+        if v.outcome == Outcome::Undecided {
+            // What was seen to contradict the case (a `never` that occurred, a forbidden
+            // transition, a container that started against its expectation) stays failed.
+            let seen = |x: &Verdict| {
+                (x.kind == "never" && !x.facts.contains(&judge::Fact::MarkAbsent))
+                    || x.facts.iter().any(|f| {
+                        matches!(
+                            f,
+                            judge::Fact::ForbiddenTransitionSeen | judge::Fact::StartedAgainstExpectation
+                        )
+                    })
+            };
+            for x in verdicts.iter_mut().filter(|x| x.outcome == Outcome::Fail && !seen(x)) {
+                x.outcome = Outcome::Undecided;
+                x.evidence = format!(
+                    "{}; undecided: the observation ended early, the steps could not complete ({})",
+                    x.evidence, v.evidence
+                );
+            }
+        }
         verdicts.insert(0, v);
     }
     let status = if judge::all_pass(&verdicts) {
@@ -588,7 +611,13 @@ async fn observe_case(
 
     let mut step_failure = None;
     let last_is_wait = matches!(case.spec.steps.last().map(|s| &s.value), Some(Step::WaitFor(_)));
+    // The case timeout is extended by the time nothing could be seen or done (a pod watch down,
+    // the API server taking no request), within the outage budget, as every wait is: an outage
+    // must not leave the steps after it no time at all (live: a DELETE sent as the case ended).
+    let case_began = Instant::now();
+    let case_deadline = deadline;
     for (i, step) in case.spec.steps.iter().enumerate() {
+        let deadline = crate::util::add(case_deadline, loop_.blind_since(case_began));
         let r = match &step.value {
             Step::WaitFor(w) => {
                 let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
@@ -674,6 +703,7 @@ async fn observe_case(
     }
     // Observation window: after a final waitFor, only a settle tail; otherwise until the pod
     // settles or every expectation is decided, within the case timeout.
+    let deadline = crate::util::add(case_deadline, loop_.blind_since(case_began));
     if step_failure.is_none() && !last_is_wait {
         let r = loop_
             .run_until_every(
@@ -819,6 +849,20 @@ impl Loop<'_> {
             Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
             Stop::Error(e) => Err(Box::new((e, Some(tl)))),
         }
+    }
+
+    /// How long, since `began`, nothing could be seen (the pod watch down) or done (the API
+    /// server taking no request), within the outage budget.
+    fn blind_since(&self, began: Instant) -> Duration {
+        let now = Instant::now();
+        let watch = self.pod_downtime + self.pod_down_since.map_or(Duration::ZERO, |s| now - s.max(began));
+        let api = self.env.api_health.as_ref().map_or(Duration::ZERO, |h| {
+            h.down_between(
+                tokio::time::Instant::from_std(began),
+                tokio::time::Instant::from_std(now),
+            )
+        });
+        watch.max(api).min(self.env.api_outage_budget)
     }
 
     /// Feeds inputs to the observer until `done` holds (true) or `until` passes (false).
