@@ -27,6 +27,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// 23 s). A node not Ready in this window is part of the outage.
 const NODE_AFTERMATH: Duration = Duration::from_secs(120);
 
+/// An outage ends only after this long of healthy probes (the API answering, the run's nodes
+/// Ready): the kubelet then re-syncs every pod it runs, and reacts late (live, 5-14 s after its
+/// node was Ready again: a DELETE seen 280-470 ms late, probe events 120 ms apart instead of a
+/// few ms). The length is a cautious guess, not a measurement: too long only makes more verdicts
+/// undecided, never a pass.
+const SETTLE: Duration = Duration::from_secs(30);
+
 /// One span in which the API server took no new request: from the last probe that succeeded
 /// before it to the first that succeeded after it (`None`: still down).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +58,7 @@ impl ApiHealth {
     pub async fn probe(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
         let mut last_ok = (Timestamp::now(), tokio::time::Instant::now());
         let mut recovered: Option<tokio::time::Instant> = None;
+        let mut healthy_since: Option<tokio::time::Instant> = None;
         loop {
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
             let mut failure = match answered {
@@ -79,10 +87,17 @@ impl ApiHealth {
                 ));
             }
             let now = (Timestamp::now(), tokio::time::Instant::now());
+            if failure.is_some() {
+                healthy_since = None;
+            } else if healthy_since.is_none() {
+                healthy_since = Some(now.1);
+            }
+            let settled = healthy_since.is_some_and(|h| h.elapsed() >= SETTLE);
             {
                 let mut o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
                 let open = o.last_mut().filter(|x| x.to.is_none());
                 match (failure, open) {
+                    (None, Some(_)) if !settled => {}
                     (None, Some(x)) => {
                         x.to = Some(now.0);
                         x.until = Some(now.1);
