@@ -638,3 +638,38 @@ fn the_replayed_status_lane_equals_kubectls_for_every_pod() {
     assert!(compared >= 680, "compared only {compared} pods");
     assert!(late >= 20, "only {late} late starts found");
 }
+
+/// The liveness kill follows the threshold failure at once, but two events' receive times are
+/// only that close on a quiet API server (live: 485 ms after a kube-apiserver restart's burst),
+/// so the bound is half a probe period (1 s). A kubelet that kills one period late, at a third
+/// failure, must still fail it: the first Killing event moved 2 s later on the real timelines.
+#[test]
+fn a_liveness_kill_one_period_late_fails_the_widened_unhealthy_to_killing_bound() {
+    for (case, file) in [
+        ("probes::probe-liveness-fail", "probes__probe-liveness-fail"),
+        ("probes::probe-liveness-exec", "probes__probe-liveness-exec"),
+    ] {
+        let expect = "- gap: {from: unhealthy2, to: killing1, max: 1s}";
+        let tl = timeline("8o9vtjm0", file);
+        assert_eq!(
+            judge_one(case, expect, &tl).outcome,
+            Outcome::Pass,
+            "{case}: the real node"
+        );
+        let mut late = tl.clone();
+        let first_kill = late
+            .events
+            .iter_mut()
+            .filter(|e| e.reason == "Killing")
+            .min_by_key(|e| e.received)
+            .unwrap();
+        first_kill.received += jiff::SignedDuration::from_secs(2);
+        let v = judge_one(case, expect, &late);
+        assert_eq!(
+            v.outcome,
+            Outcome::Fail,
+            "{case}: a kill one period late: {}",
+            v.evidence
+        );
+    }
+}
