@@ -715,6 +715,14 @@ fn run_cmd(mut args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     relabel_summary(&mut outcome.summary);
+    // Test seam (tests/faults_cli.rs): hold the publishing window open so a signal can be sent
+    // into it deterministically. Unset, it costs nothing.
+    if let Some(ms) = std::env::var("PODLIFE_TEST_PUBLISH_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     let published = crate::report::publish(
         crate::report::PublishOptions {
             dir: &outcome.report_dir,

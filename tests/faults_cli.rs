@@ -283,3 +283,49 @@ fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
         assert!(!stderr.contains("no case matches"), "{filter:?}: {stderr}");
     }
 }
+
+/// Once the cases are over, while the reports are written, a signal still ends podlife at once
+/// with its code (the handlers installed for the run used to swallow it). The publishing window
+/// is held open by a test seam so the signal lands in it.
+#[cfg(unix)]
+#[test]
+fn a_signal_while_the_reports_are_written_exits_at_once() {
+    use std::io::BufRead;
+    let d = tempfile::tempdir().unwrap();
+    let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
+    let rec = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_podlife"))
+        .current_dir(d.path())
+        .env("PODLIFE_TEST_PUBLISH_DELAY_MS", "120000")
+        .args(["run", "--replay", &rec.display().to_string()])
+        .args(["--suites", &suite.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The console's closing libtest line comes before the reports are written.
+    let out = child.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(out).lines();
+    assert!(
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("test result:")),
+        "the run did not finish"
+    );
+    // Until it exits: a signal that lands in the last moments of the run itself is the run's
+    // (its second one exits at once too); every later one is the publishing window's.
+    let give_up = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "SIGTERM while writing the reports was swallowed"
+        );
+        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(status.code(), Some(143), "{status:?}");
+}
