@@ -250,8 +250,8 @@ fn sigterm_stops_the_run_with_143() {
 fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
     let d = tempfile::tempdir().unwrap();
     let suite = write_suite(d.path(), "s.yaml", "mock", &["restart-never-success"]);
-    // (A filter naming a node copy, `suite::case@node`, is checked once the nodes are known.)
-    for filter in [&["restart-never-success", "--exact"][..], &["no-such-case"]] {
+    // `podlife run FILTER...` against a kubeconfig that points nowhere: (exit code, stderr).
+    let run = |filter: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_podlife"))
             .current_dir(d.path())
             .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
@@ -259,8 +259,12 @@ fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
             .args(filter)
             .output()
             .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{filter:?}: {stderr}");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // (A filter naming a node copy, `suite::case@node`, is checked once the nodes are known.)
+    for filter in [&["restart-never-success", "--exact"][..], &["no-such-case"]] {
+        let (code, stderr) = run(filter);
+        assert_eq!(code, Some(2), "{filter:?}: {stderr}");
         assert!(stderr.contains("no case matches the filter"), "{filter:?}: {stderr}");
         assert!(
             !stderr.contains("no cluster"),
@@ -272,14 +276,7 @@ fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
         &["mock::restart-never-success", "--exact"][..],
         &["mock::restart-never-success@vm", "--exact"],
     ] {
-        let out = Command::new(env!("CARGO_BIN_EXE_podlife"))
-            .current_dir(d.path())
-            .args(["run", "--kubeconfig", "/nonexistent/kubeconfig"])
-            .args(["--suites", &suite.display().to_string()])
-            .args(filter)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let (_, stderr) = run(filter);
         assert!(!stderr.contains("no case matches"), "{filter:?}: {stderr}");
     }
 }
