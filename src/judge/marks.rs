@@ -98,6 +98,11 @@ pub struct Hit {
     pub late: SignedDuration,
     /// Why `early`/`late` are not zero, for the evidence.
     pub stream_cause: Option<String>,
+    /// For our own requests: how much later than the request's effect the node may start to
+    /// react without fault, because the kubelet hears of it through its own watch of the API
+    /// server (`WATCH_DELIVERY`). Only an upper bound on a gap from this mark to a node mark
+    /// uses it (it delays reactions, never moves them earlier), and only to make undecided.
+    pub reaction: SignedDuration,
     /// A `tickStopped` mark whose loop stalled before the kill (its last tick disagrees with
     /// the container's finishedAt): the instant is finishedAt's, to the second.
     pub tick_stalled: bool,
@@ -117,6 +122,7 @@ impl Hit {
             late: ZERO,
             stream_cause: None,
             tick_stalled: false,
+            reaction: ZERO,
         }
     }
 
@@ -611,6 +617,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             };
             let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
             hit.stream = Stream::Action;
+            hit.reaction = WATCH_DELIVERY;
             if let Some(d) = done {
                 hit.late = d.duration_since(t);
                 hit.stream_cause = Some(format!(
