@@ -666,3 +666,85 @@ fn broken_kill_mutations_of_real_timelines_fail() {
         }
     }
 }
+
+/// The kubelet hears of our DELETE through its own watch: under load it may start the preStop
+/// hook late (live, after an outage: 289 ms after the DELETE was answered). A node reacting
+/// late by less than that delivery is undecided on the bounds from our DELETE and passes the
+/// node-side ones; a node reacting 1.5 s late, or killing 600 ms late after a timely hook,
+/// fails.
+#[test]
+fn late_reactions_to_our_delete_are_undecided_within_watch_delivery_and_fail_beyond() {
+    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    let case = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.full_name() == "hooks::prestop-http-exceeds-grace")
+        .unwrap();
+    let tl = Recording::read(&rec("prestop-http-exceeds-grace")).unwrap().timeline();
+    let v = judge_case(&case.spec, &tl);
+    assert!(v.iter().all(|v| v.outcome == Outcome::Pass), "{v:#?}");
+    // The node reacting later relative to our DELETE ≡ our DELETE sent earlier.
+    let earlier = |ms: i64| {
+        let mut tl = tl.clone();
+        for a in tl.actions.iter_mut() {
+            a.sent -= jiff::SignedDuration::from_millis(ms);
+            a.done = a.done.map(|d| d - jiff::SignedDuration::from_millis(ms));
+        }
+        judge_case(&case.spec, &tl)
+    };
+    let gaps = |v: &[podlife::judge::Verdict]| -> Vec<(Outcome, String)> {
+        v.iter()
+            .filter(|v| v.kind == "gap")
+            .map(|v| (v.outcome, v.evidence.clone()))
+            .collect()
+    };
+    let late = earlier(300);
+    assert!(late.iter().all(|v| v.outcome != Outcome::Fail), "{:#?}", gaps(&late));
+    let hook = late
+        .iter()
+        .find(|v| v.kind == "gap" && v.evidence.contains("`deleteSent`→`hookCalled`"))
+        .unwrap();
+    assert_eq!(hook.outcome, Outcome::Undecided, "{}", hook.evidence);
+    assert!(hook.evidence.contains("through its own watch"), "{}", hook.evidence);
+    assert!(
+        late.iter()
+            .any(|v| v.kind == "gap" && v.evidence.contains("`hookCalled`→`kill`") && v.outcome == Outcome::Pass),
+        "{:#?}",
+        gaps(&late)
+    );
+    let very_late = earlier(1500);
+    assert!(
+        very_late
+            .iter()
+            .any(|v| v.evidence.contains("`deleteSent`→`hookCalled`") && v.outcome == Outcome::Fail),
+        "{:#?}",
+        gaps(&very_late)
+    );
+    // A timely hook but a kill 600 ms late: the node-side bound fails.
+    let mut killed_late = tl.clone();
+    let last = killed_late
+        .logs
+        .iter()
+        .filter(|l| l.container == "main")
+        .max_by_key(|l| l.time)
+        .unwrap()
+        .clone();
+    for n in 1..=3 {
+        let mut l = last.clone();
+        l.time = last.time + jiff::SignedDuration::from_millis(200 * n);
+        l.text = format!("tick {}", 90_000 + n);
+        killed_late.logs.push(l);
+    }
+    killed_late.logs.sort();
+    for i in killed_late.instances.iter_mut().filter(|i| i.container == "main") {
+        let killed = last.time + jiff::SignedDuration::from_millis(600);
+        i.finished_at = Some(jiff::Timestamp::from_second(killed.as_second()).unwrap());
+    }
+    let v = judge_case(&case.spec, &killed_late);
+    assert!(
+        v.iter()
+            .any(|v| v.evidence.contains("`hookCalled`→`kill`") && v.outcome == Outcome::Fail),
+        "{:#?}",
+        gaps(&v)
+    );
+}

@@ -483,7 +483,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 9, "bundle fixtures changed");
+    assert_eq!(out.len(), 10, "bundle fixtures changed");
     out
 }
 
@@ -527,7 +527,10 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
         let (_, summary) = replay_bundle(&bundle, tmp.path());
         let cases = summary["cases"].as_array().unwrap();
         assert!(!cases.is_empty(), "{folder}: no case replayed");
-        if !folder.starts_with('A') || folder.starts_with("A5") {
+        // A1–A4: the reference node; L7: this project's own two-node cluster, conformant, with
+        // its kube-apiserver restarted 30 s in (a 63 s outage): nothing may fail or error
+        // because of the outage, what it hid is undecided.
+        if !(folder.starts_with('A') || folder.starts_with('L')) || folder.starts_with("A5") {
             continue;
         }
         for c in cases {
