@@ -497,6 +497,9 @@ pub async fn follow_log(
     let mut client_errors: Option<Instant> = None;
     // `Some(from)` while a gap is open: the last line seen before the failure (None: none yet).
     let mut open: Option<Option<Timestamp>> = None;
+    // The last fetch ended cleanly (no failure since): the kubelet ends a follow when the
+    // container's log ends.
+    let mut ended_clean = false;
     let slot = (n.container.clone(), n.instance);
     loop {
         let done = {
@@ -519,6 +522,7 @@ pub async fn follow_log(
             outage.up();
             client_errors = None;
         }
+        let clean = matches!(fetched, Fetched::Ended);
         let (why, retry, code) = match fetched {
             Fetched::Closed => return,
             Fetched::Ended if !follow => return,
@@ -555,11 +559,20 @@ pub async fn follow_log(
                     None,
                 )
             }
+            Fetched::Failed { code: Some(404), .. } if ended_clean && ended_with_pod(&known, &slot).await => {
+                // The follow ended cleanly while our pod watch still showed the container
+                // running (it trails the log under load), and the pod was deleted before the
+                // next fetch: the container has ended, so that clean end was the log's end, as
+                // in the final fetch above (live: TERM's line, the follow's end, the terminated
+                // status 1.1 s later, the pod gone 0.15 s after that).
+                return;
+            }
             Fetched::Failed { why, retry, code, .. } => {
                 open_gap(&tx, &source, &mut open, last, why.clone()).await;
                 (why, retry, code)
             }
         };
+        ended_clean = clean;
         // 4xx (not 429): the container may be between states; the answer rarely changes.
         if code.is_some_and(|c| (400..500).contains(&c) && c != 429) {
             let first = *client_errors.get_or_insert_with(Instant::now);
@@ -573,6 +586,23 @@ pub async fn follow_log(
             None => return,
         }
     }
+}
+
+/// How long a log follower waits for the pod watch to show what a 404 implies (the container
+/// ended, or the pod is gone): the watch trails the log stream by its delivery (`WATCH_DELIVERY`,
+/// 1 s) and the kubelet's status write; beyond this the log's end stays unknown.
+const WATCH_CATCH_UP: Duration = Duration::from_secs(5);
+
+/// Whether the pod watch shows (now, or within `WATCH_CATCH_UP`) that the instance ended or
+/// the pod is gone.
+async fn ended_with_pod(known: &watch::Receiver<Known>, slot: &(String, u32)) -> bool {
+    let mut known = known.clone();
+    tokio::time::timeout(
+        WATCH_CATCH_UP,
+        known.wait_for(|k| k.gone || k.terminated.contains(slot)),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok())
 }
 
 /// Opens the log's gap at a failure, from its last line on (once: a gap already open stays).

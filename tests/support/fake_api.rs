@@ -309,6 +309,12 @@ pub struct FakeState {
     pub log_break_mid_line: bool,
     /// The second line of every log response carries invalid UTF-8 (bytes FF FE).
     pub log_invalid_utf8: bool,
+    /// Once a follow of a pod's log has ended cleanly, every later log request of that pod
+    /// answers 404 (the pod was deleted right after its container ended, before the pod
+    /// watch showed the exit: live under load).
+    pub log_gone_after_end: bool,
+    /// Pods whose log follow ended cleanly (with `log_gone_after_end`).
+    log_ended: BTreeSet<(String, String)>,
     /// Lists and watches of events answer 403 (RBAC changed after the preflight).
     pub forbid_events: bool,
     /// The nodes the cluster has (empty: the single Ready node `fake-node`).
@@ -1072,6 +1078,9 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
     }
     let (lines, break_after, bad_utf8) = {
         let mut s = st.lock().unwrap();
+        if s.log_ended.contains(&key) {
+            return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+        }
         let Some(run) = s.pods.get(&key) else {
             return status(404, "NotFound", &format!("pods \"{name}\" not found"));
         };
@@ -1159,6 +1168,12 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
             }
         }
         // All lines sent (a follow waited for them): the container is done, so is the stream.
+        if follow {
+            let mut s = st.lock().unwrap();
+            if s.log_gone_after_end {
+                s.log_ended.insert(key);
+            }
+        }
     });
     resp
 }
