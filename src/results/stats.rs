@@ -334,9 +334,9 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpstreamResult {
-    /// How many upstream tests a pod on a node can show.
+    /// How many upstream tests a pod on a node can show: the `pod` rows of the list ("listed").
     pub applicable: usize,
-    /// How many of them a case of this run claims (`upstream:`): mapped, not yet certified.
+    /// How many of them a loaded case (selected or not) claims in `upstream:` ("covered"), not yet certified.
     #[serde(default)]
     pub mapped: usize,
     /// Those for which at least one case ran and every case naming them passed.
