@@ -86,6 +86,22 @@ fn every_live_timeline_passes_with_the_current_suites() {
             continue;
         }
         for v in judge_case(&case.spec, &tl) {
+            // These timelines were recorded before the observer kept condition messages
+            // (commit 8e6fc07): a condition's `message` cannot be judged on them.
+            let message_unrecorded = matches!(
+                case.spec.expect.get(v.index).map(|e| &e.value),
+                Some(podlife::suite::Expectation::Condition(c)) if c.message.is_some()
+            );
+            if message_unrecorded {
+                assert!(
+                    tl.snapshots
+                        .iter()
+                        .flat_map(|s| &s.conditions)
+                        .all(|c| c.message.is_none()),
+                    "{run} {full}: this timeline has condition messages: judge them"
+                );
+                continue;
+            }
             if v.outcome != Outcome::Pass {
                 failures.push(format!("{run} {full} [{}] {:?}: {}", v.index, v.outcome, v.evidence));
             }
