@@ -350,6 +350,12 @@ pub struct UpstreamResult {
     pub undecided: Vec<String>,
 }
 
+/// How many of the listed (`pod`) upstream tests a case claims: the "covered" of "covered of
+/// listed".
+pub fn covered(listed: &[String], claimed: &std::collections::BTreeSet<&str>) -> usize {
+    listed.iter().filter(|t| claimed.contains(t.as_str())).count()
+}
+
 /// Certified upstream behaviours: every selected case that names the test ran to a verdict and
 /// passed (a flaky case counts as failed). A case without a verdict (error, interrupted, not run) leaves the test
 /// undecided, never certified.
