@@ -148,7 +148,10 @@ fn a3_a_log_line_belongs_to_the_instance_whose_stream_delivered_it() {
     // The case now deletes its pod until gone (issue 20); this recording has no delete, so only
     // the verdicts about the delete fail, and every log, instance and back-off verdict passes.
     let bad = not_passing(&builtin("upstream-runtime::restart-always-count-two", &tl));
-    assert!(!bad.is_empty() && bad.iter().all(|b| b.contains("`deleteSent`")), "{bad:#?}");
+    assert!(
+        !bad.is_empty() && bad.iter().all(|b| b.contains("`deleteSent`")),
+        "{bad:#?}"
+    );
 }
 
 /// 18.6 under load (A5): emptydir-survives-restart had instance 1's lines on instance 0, and
