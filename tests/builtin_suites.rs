@@ -226,7 +226,9 @@ fn replay_run_writes_reports_and_exits_0() {
     assert!(stdout.contains("45 passed; 0 failed"), "{stdout}");
     // Only recorded cases replay, so only some upstream behaviours are certified by this run.
     assert!(
-        stdout.contains("upstream conformance behaviours certified: 20 of 103 applicable (100 mapped"),
+        stdout.contains(
+            "upstream conformance behaviours covered: 100 of 145 listed; certified by this run: 19 (every case naming it ran and passed)"
+        ),
         "{stdout}"
     );
     let run_dir = std::fs::read_dir(reports.path())
@@ -262,6 +264,37 @@ fn replay_run_writes_reports_and_exits_0() {
         .assert()
         .success();
     insta::assert_snapshot!("junit_replay_termination", normalize(&xml, "termination"));
+}
+
+/// The run summary states the same covered figure as `list --upstream` whatever the filter
+/// selects: the claims of every loaded case, not only of the cases that ran.
+#[test]
+fn a_filtered_run_states_the_same_upstream_figure() {
+    let reports = tempfile::tempdir().unwrap();
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .args([
+            "run",
+            "init-containers::init-fail-never",
+            "--replay",
+            "tests/fixtures/recordings",
+            "--reports",
+        ])
+        .arg(reports.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let stdout = String::from_utf8_lossy(&out);
+    assert!(
+        stdout.contains(
+            "upstream conformance behaviours covered: 100 of 145 listed; certified by this run: 1 (every case naming it ran and passed)"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -316,15 +349,27 @@ fn upstream_mapping_is_honest_and_the_readme_shows_it() {
         !out.contains("warning:"),
         "every `upstream:` name is in the list: {out}"
     );
-    // Suites claim ("map"); only a run certifies.
-    assert!(!out.contains("| covered |"), "{out}");
+    // Suites claim ("covered"); only a run certifies, and the list says so.
+    assert!(!out.contains("certified |"), "{out}");
+    // One figure: covered of listed, the `pod` rows of the fixed list (n/a rows apart).
     let line = out
         .lines()
-        .find(|l| l.starts_with("upstream conformance behaviours mapped to cases:"))
+        .find(|l| l.starts_with("upstream conformance behaviours covered:"))
         .unwrap();
-    assert!(
-        line.contains(": 100 of 103 applicable (7 not applicable, 110 listed)"),
-        "{line}"
+    assert_eq!(
+        line,
+        "upstream conformance behaviours covered: 100 of 145 listed; 26 more listed as not applicable; a run certifies those whose cases all pass"
+    );
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| upstream conformance test"))
+        .collect();
+    let pod_rows = rows.iter().filter(|l| !l.contains("| not applicable: ")).count();
+    let covered_rows = rows.iter().filter(|l| l.ends_with("| covered |")).count();
+    assert_eq!(
+        (covered_rows, pod_rows, rows.len()),
+        (100, 145, 171),
+        "the figure counts the table's rows"
     );
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     assert!(

@@ -57,7 +57,7 @@ const CASES: &[(&str, Option<&str>)] = &[
             "tests/malformed/unknown-expectation-field.yaml:6:52: \
              cases[0].expect[0].container.exitCod: unknown field `exitCod`, expected one of \
              name, instance, state, exitCode, reason, restartCount, message, messageEquals, ready, started, waitingReasonsSeen, \
-             neverStarted",
+             waitingReasonsOnly, neverStarted",
         ),
     ),
     (
@@ -297,7 +297,7 @@ const CASES: &[(&str, Option<&str>)] = &[
     (
         "container-matcher-empty.yaml",
         Some(
-            "tests/malformed/container-matcher-empty.yaml:6:27: cases[0].expect[0].container: the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen` or `neverStarted`",
+            "tests/malformed/container-matcher-empty.yaml:6:27: cases[0].expect[0].container: the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen`, `waitingReasonsOnly` or `neverStarted`",
         ),
     ),
     (

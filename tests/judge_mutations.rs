@@ -51,6 +51,43 @@ fn container_restart_count_and_waiting_reasons() {
 }
 
 #[test]
+fn container_waiting_reasons_only() {
+    // The app container of a pod whose init container failed is only ever waiting
+    // PodInitializing (upstream checks it on every pod watch event).
+    let v = judge(
+        "init-fail-never",
+        "",
+        "- container: {name: main, state: waiting, reason: PodInitializing, waitingReasonsOnly: [PodInitializing]}\n- container: {name: init-2, waitingReasonsOnly: [ContainerCreating]}",
+    );
+    pass(&v[0]);
+    fails_with(
+        &v[1],
+        "waiting reasons: expected only [ContainerCreating], observed also [PodInitializing]",
+    );
+    assert!(v[1].facts.contains(&Fact::WaitingReasonOutside), "{:?}", v[1].facts);
+}
+
+#[test]
+fn init_containers_ready_and_initialized_reason() {
+    // A completed init container is ready; a pod whose init container failed stays
+    // Initialized=False with ContainersNotInitialized naming the incomplete ones.
+    let ok = judge(
+        "init-ordering",
+        "",
+        "- container: {name: init-1, ready: true}\n- container: {name: main, ready: true}",
+    );
+    pass(&ok[0]);
+    fails_with(&ok[1], "ready: expected true, observed false");
+    let v = judge(
+        "init-fail-never",
+        "",
+        "- condition: {type: Initialized, last: False, reason: ContainersNotInitialized, message: '^containers with incomplete status: \\[init-2\\]$'}\n- condition: {type: Initialized, message: '^containers with incomplete status: \\[init-1 init-2\\]$'}",
+    );
+    pass(&v[0]);
+    fails_with(&v[1], "containers with incomplete status: [init-2]");
+}
+
+#[test]
 fn never_started() {
     let v = judge(
         "init-fail-never",

@@ -145,8 +145,13 @@ fn a3_a_log_line_belongs_to_the_instance_whose_stream_delivered_it() {
     let run1: Vec<_> = tl.logs.iter().filter(|l| l.text == "run 1").collect();
     assert_eq!(run1.len(), 1);
     assert_eq!(run1[0].instance, 0);
+    // The case now deletes its pod until gone (issue 20); this recording has no delete, so only
+    // the verdicts about the delete fail, and every log, instance and back-off verdict passes.
     let bad = not_passing(&builtin("upstream-runtime::restart-always-count-two", &tl));
-    assert!(bad.is_empty(), "{bad:#?}");
+    assert!(
+        !bad.is_empty() && bad.iter().all(|b| b.contains("`deleteSent`")),
+        "{bad:#?}"
+    );
 }
 
 /// 18.6 under load (A5): emptydir-survives-restart had instance 1's lines on instance 0, and

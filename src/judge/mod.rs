@@ -65,6 +65,8 @@ pub enum Fact {
     StartedAgainstExpectation,
     /// A waiting reason the expectation requires was never seen.
     WaitingReasonMissing,
+    /// A waiting reason outside `waitingReasonsOnly` was seen: no gap can undo that.
+    WaitingReasonOutside,
     /// A forbidden condition transition was seen: no gap can undo that.
     ForbiddenTransitionSeen,
     /// The STATUS a `statusRow` describes was never shown (as opposed to shown and contradicted).
@@ -395,9 +397,13 @@ fn container_gaps(c: &ContainerExpect, j: J, tl: &Timeline) -> J {
                 .map(|s| u64::from(s.restart_count));
             got.is_some_and(|g| rc.exactly.is_some_and(|e| g > e) || rc.at_most.is_some_and(|m| g > m))
         });
-        if seen_starting || over {
+        if seen_starting || over || j.has(Fact::WaitingReasonOutside) {
             return j;
         }
+    }
+    // Every waiting state must have had an allowed reason: a pod-watch gap may hide one that had not.
+    if j.outcome == Outcome::Pass && !c.waiting_reasons_only.is_empty() {
+        return in_gap(j, tl.pod_gaps().next().map(|g| g.describe()));
     }
     if let Some(g) = stale_end(tl) {
         return in_gap(j, Some(g));
@@ -630,6 +636,30 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             ));
         }
     }
+    let mut outside_seen = false;
+    if !c.waiting_reasons_only.is_empty() {
+        let outside: std::collections::BTreeSet<String> = tl
+            .snapshots
+            .iter()
+            .filter_map(|s| s.container(name))
+            .filter_map(|c| match &c.state {
+                State::Waiting { reason, .. } => Some(reason.clone().unwrap_or_else(|| "none".into())),
+                _ => None,
+            })
+            .filter(|r| !c.waiting_reasons_only.contains(r))
+            .collect();
+        facts.push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
+        if !outside.is_empty() {
+            // Seen, so final: no later state can undo it.
+            outside_seen = true;
+            early_fail = true;
+            problems.push(format!(
+                "waiting reasons: expected only [{}], observed also [{}]",
+                c.waiting_reasons_only.join(", "),
+                outside.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
     let j = if problems.is_empty() {
         if final_ {
             pass(format!("{inst_label}: {}", facts.join(", ")))
@@ -640,6 +670,11 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         fail(format!("{inst_label}: {}", problems.join("; ")))
     } else {
         undecided(format!("{inst_label}: {} so far", problems.join("; ")))
+    };
+    let j = if outside_seen {
+        j.with(Fact::WaitingReasonOutside)
+    } else {
+        j
     };
     if reasons_missing {
         j.with(Fact::WaitingReasonMissing)

@@ -156,11 +156,12 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     if let Some(u) = &summary.upstream
         && !opts.quiet
     {
+        // The same figure as `list --upstream` (claims of every loaded case, selected or not),
+        // then what this run certified of it.
         crate::outln!(
-            "upstream conformance behaviours certified: {} of {} applicable ({} mapped to the selected cases; certified = every case naming it passed)",
+            "{}; certified by this run: {} (every case naming it ran and passed)",
+            crate::suite::upstream::figure(u.mapped, u.applicable),
             u.certified.len(),
-            u.applicable,
-            u.mapped
         );
     }
     if let Some(f) = &summary.fleet {

@@ -334,9 +334,9 @@ pub fn certification_table(areas: &[AreaResult], node: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpstreamResult {
-    /// How many upstream tests a pod on a node can show.
+    /// How many upstream tests a pod on a node can show: the `pod` rows of the list ("listed").
     pub applicable: usize,
-    /// How many of them a case of this run claims (`upstream:`): mapped, not yet certified.
+    /// How many of them a loaded case (selected or not) claims in `upstream:` ("covered"), not yet certified.
     #[serde(default)]
     pub mapped: usize,
     /// Those for which at least one case ran and every case naming them passed.
@@ -348,6 +348,12 @@ pub struct UpstreamResult {
     /// interrupted, not run).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undecided: Vec<String>,
+}
+
+/// How many of the listed (`pod`) upstream tests a case claims: the "covered" of "covered of
+/// listed".
+pub fn covered(listed: &[String], claimed: &std::collections::BTreeSet<&str>) -> usize {
+    listed.iter().filter(|t| claimed.contains(t.as_str())).count()
 }
 
 /// Certified upstream behaviours: every selected case that names the test ran to a verdict and

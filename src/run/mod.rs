@@ -273,6 +273,17 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     };
     // Do not block on streams that a stuck server keeps open.
     rt.shutdown_timeout(Duration::from_secs(1));
+    let mut outcome = outcome;
+    // "Covered" is what the loaded suites claim, selected or not: the figure `list --upstream`
+    // states, whatever this run's filter, replay or nodes left out.
+    if let Some(u) = &mut outcome.summary.upstream {
+        let claimed: std::collections::BTreeSet<&str> = suites
+            .iter()
+            .flat_map(|s| &s.cases)
+            .flat_map(|c| c.spec.upstream.iter().map(String::as_str))
+            .collect();
+        u.mapped = stats::covered(&opts.upstream_applicable, &claimed);
+    }
     if opts.cancel.is_none() {
         exit_on_signal_while_publishing(&outcome);
     }

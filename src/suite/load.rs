@@ -1261,12 +1261,13 @@ impl Refs<'_, '_> {
                     || c.ready.is_some()
                     || c.started.is_some()
                     || !c.waiting_reasons_seen.is_empty()
+                    || !c.waiting_reasons_only.is_empty()
                     || c.never_started;
                 if !checks_something {
                     self.ctx.err(
                         &c.name,
                         format!("{path}.container"),
-                        "the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen` or `neverStarted`",
+                        "the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen`, `waitingReasonsOnly` or `neverStarted`",
                     );
                 }
                 if matches!(c.instance, InstanceSel::Any | InstanceSel::Each) {

@@ -881,6 +881,11 @@ pub struct ContainerExpect {
     /// Waiting reasons that must have been seen at some point (e.g. CrashLoopBackOff).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub waiting_reasons_seen: Vec<String>,
+    /// Every waiting state observed has one of these reasons (e.g. app containers only ever
+    /// `PodInitializing` while the init containers have not completed, as upstream's init
+    /// container tests require of every pod watch event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_reasons_only: Vec<String>,
     /// The container must never have started (no instance, no log).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub never_started: bool,
