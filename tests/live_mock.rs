@@ -1209,3 +1209,100 @@ cases:
     assert_eq!(replayed.status, AttemptStatus::Undecided, "{:#?}", replayed.verdicts);
     check(&replayed);
 }
+
+/// `object` steps apply a new version of a case's ConfigMap, create a Secret later and delete
+/// it, in the case namespace, recorded as our actions (marks refer to them) and step-checked
+/// on replay.
+#[test]
+fn object_steps_update_create_and_delete_the_cases_objects_while_the_pod_runs() {
+    let e = env(|_| {});
+    write_objects(e.dir.path());
+    std::fs::write(
+        e.dir.path().join("cm2.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: bye}\n",
+    )
+    .unwrap();
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    objects: [cm.yaml]
+    steps:
+      - object: {apply: cm2.yaml}
+      - object: {apply: secret.yaml}
+      - object: {delete: secret.yaml}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: apply}}, {action: {action: updateObject}}, {action: {action: updateObject, occurrence: 2}}, {action: {action: deleteObject}}]
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        let seen: Vec<(&str, &str, String)> = f
+            .objects
+            .iter()
+            .map(|(n, r, x, b)| {
+                assert_eq!(n, ns, "only in the case namespace");
+                (
+                    r.as_str(),
+                    x.as_str(),
+                    b["data"]["greeting"]
+                        .as_str()
+                        .unwrap_or(b.as_str().unwrap_or(""))
+                        .to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("configmaps", "settings", "hello".to_string()),
+                ("configmaps", "settings", "bye".to_string()),
+                ("secrets", "creds", String::new()),
+                ("secrets", "creds", "DELETED".to_string()),
+            ]
+        );
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.kind,
+                podlife::observe::ActionKind::UpdateObject | podlife::observe::ActionKind::DeleteObject
+            )
+        })
+        .map(|a| format!("{:?} {}", a.kind, a.detail.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            "UpdateObject ConfigMap/settings",
+            "UpdateObject Secret/creds",
+            "DeleteObject Secret/creds"
+        ]
+    );
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), body)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    // A recording without the delete is not evidence for a case that deletes.
+    let more = body.replace(
+        "      - waitFor:",
+        "      - object: {delete: cm.yaml}\n      - waitFor:",
+    );
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &more)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert!(
+        a.verdicts[0].evidence.contains("no object delete"),
+        "{:#?}",
+        a.verdicts[0]
+    );
+}

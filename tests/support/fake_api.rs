@@ -862,6 +862,30 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             out["metadata"]["resourceVersion"] = json!("1");
             json_resp(200, out)
         }
+        (
+            "DELETE",
+            [
+                "api",
+                "v1",
+                "namespaces",
+                ns,
+                resource @ ("configmaps" | "secrets"),
+                name,
+            ],
+        ) => {
+            let mut s = st.lock().unwrap();
+            let known = s
+                .objects
+                .iter()
+                .any(|(n, r, x, _)| n == ns && r == resource && x == name);
+            s.objects
+                .push((ns.to_string(), resource.to_string(), name.to_string(), json!("DELETED")));
+            if known {
+                json_resp(200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}))
+            } else {
+                status(404, "NotFound", &format!("{resource} \"{name}\" not found"))
+            }
+        }
         (m @ ("PATCH" | "PUT" | "GET"), ["api", "v1", "namespaces", ns, "pods", name, "ephemeralcontainers"]) => {
             let mut s = st.lock().unwrap();
             if m != "GET" {
