@@ -111,6 +111,8 @@ async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> 
     }
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(async move {
+        // The callback's signature is tungstenite's (its error type is large).
+        #[allow(clippy::result_large_err)]
         let pick = |_: &tokio_tungstenite::tungstenite::handshake::server::Request,
                     mut resp: tokio_tungstenite::tungstenite::handshake::server::Response| {
             resp.headers_mut()
