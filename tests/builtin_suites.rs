@@ -226,7 +226,7 @@ fn replay_run_writes_reports_and_exits_0() {
     assert!(stdout.contains("45 passed; 0 failed"), "{stdout}");
     // Only recorded cases replay, so only some upstream behaviours are certified by this run.
     assert!(
-        stdout.contains("upstream conformance behaviours certified: 20 of 103 applicable (100 mapped"),
+        stdout.contains("upstream conformance behaviours certified: 20 of 134 applicable (132 mapped"),
         "{stdout}"
     );
     let run_dir = std::fs::read_dir(reports.path())
@@ -323,7 +323,7 @@ fn upstream_mapping_is_honest_and_the_readme_shows_it() {
         .find(|l| l.starts_with("upstream conformance behaviours mapped to cases:"))
         .unwrap();
     assert!(
-        line.contains(": 100 of 103 applicable (7 not applicable, 110 listed)"),
+        line.contains(": 132 of 134 applicable (6 not applicable, 140 listed)"),
         "{line}"
     );
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
