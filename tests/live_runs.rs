@@ -61,7 +61,14 @@ fn all_timelines() -> Vec<(String, String, PathBuf)> {
 /// Cases whose steps changed after the live runs, so their timelines record another experiment:
 /// pod-active-deadline now patches the deadline onto the running pod (issue 13) instead of
 /// creating the pod with it.
-const CHANGED_SINCE_THE_RUNS: &[&str] = &["upstream-pods::pod-active-deadline"];
+const CHANGED_SINCE_THE_RUNS: &[&str] = &[
+    "upstream-pods::pod-active-deadline",
+    // Now also exec `/bin/echo marco` in the ephemeral container, as upstream (exec step): the
+    // bundles' timelines hold no exec, so the step check fails on them. The new form passed
+    // live on runc and crun (README, Upstream conformance parity).
+    "upstream-pods::ephemeral-container-creation",
+    "upstream-pods::ephemeral-container-update",
+];
 
 #[test]
 fn every_live_timeline_passes_with_the_current_suites() {
@@ -532,6 +539,10 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
         }
         for c in cases {
             let name = format!("{}::{}", c["suite"].as_str().unwrap(), c["case"].as_str().unwrap());
+            // Their steps changed since (see CHANGED_SINCE_THE_RUNS): another experiment.
+            if CHANGED_SINCE_THE_RUNS.contains(&name.as_str()) && c["status"] == "failed" {
+                continue;
+            }
             match c["status"].as_str().unwrap() {
                 "passed" => {}
                 "undecided" => {
