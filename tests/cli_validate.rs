@@ -48,7 +48,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation.yaml:7:9: cases[0].expect[1]: unknown variant \
              `exitStatus`, expected one of phase, phases, container, condition, order, gap, \
-             event, log, backoff, never, statuses, statusRow, qosClass",
+             event, log, backoff, never, statuses, statusRow, qosClass, exec",
         ),
     ),
     (

@@ -493,3 +493,49 @@ fn pass_and_undecided_only_is_an_undecided_case_everywhere() {
         "{stdout}"
     );
 }
+
+/// Live, a 64 s API outage: a postStart-failing container's instances 0-2 ran while the kubelet
+/// could not write its status; the first status seen counted 3 restarts. Those instances were
+/// never seen, so what the case says of instance 0 (terminated 143, its log lines) is
+/// undecided, never failed as "absent" — and every other verdict stays as decided as before.
+#[test]
+fn instances_that_ran_unseen_during_an_outage_are_undecided_not_absent() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/outage-recordings/poststart-fail@vm2");
+    let tl = Recording::read(&dir).unwrap().timeline();
+    for n in 0..3 {
+        let g = tl
+            .gaps
+            .iter()
+            .find(|g| {
+                g.source
+                    == EvidenceSource::Logs {
+                        container: Some("main".into()),
+                        instance: Some(n),
+                    }
+            })
+            .unwrap_or_else(|| panic!("no gap for main#{n}: {:?}", tl.gaps));
+        assert!(g.reason.contains("never seen"), "{}", g.describe());
+    }
+    assert!(
+        !tl.gaps.iter().any(|g| g.source
+            == EvidenceSource::Logs {
+                container: Some("main".into()),
+                instance: Some(3)
+            }),
+        "instance 3 was seen and its log read"
+    );
+    let suites = podlife::suite::load_suites(&[PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("suites")]).unwrap();
+    let case = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.full_name() == "hooks::poststart-fail")
+        .unwrap();
+    let v = podlife::judge::judge_case(&case.spec, &tl);
+    assert!(v.iter().all(|v| v.outcome != Outcome::Fail), "{v:#?}");
+    let c = v
+        .iter()
+        .find(|v| v.kind == "container" && v.evidence.starts_with("main#0"))
+        .unwrap();
+    assert_eq!(c.outcome, Outcome::Undecided, "{}", c.evidence);
+    assert!(c.evidence.contains("never seen"), "{}", c.evidence);
+}

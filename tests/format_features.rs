@@ -491,6 +491,7 @@ fn ephemeral_timeline() -> Timeline {
         done: Some(ts("2026-12-01T10:00:05.020Z")),
         grace_period_seconds: None,
         detail: Some("debugger via patch".into()),
+        exec: None,
     }));
     obs.push(pod(
         "2026-12-01T10:00:05.100Z",
@@ -694,6 +695,7 @@ fn rce_timeline() -> Timeline {
         done: Some(ts("2026-12-01T10:00:00.050Z")),
         grace_period_seconds: None,
         detail: None,
+        exec: None,
     }));
     let pod = |t: &str, phase: &str, m: Option<serde_json::Value>| Input::Pod {
         received: ts(t),

@@ -1045,3 +1045,264 @@ fn cleanup_outlasts_an_outage_longer_than_the_cleanup_timeout_within_the_budget(
     assert!(out.summary.leftovers.is_empty(), "{:?}", out.summary.leftovers);
     assert!(e.fake.lock().unwrap().refused >= 2);
 }
+
+const EXEC_CASE: &str = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - exec: {name: marco, container: main, command: [/bin/echo, marco]}
+      - exec: {name: three, container: main, command: [sh, -c, "echo out; echo err >&2; exit 3"]}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - exec: {name: marco, stdout: "marco\n", exitCode: 0}
+      - exec: {name: three, stdoutRegex: '^out\n$', stderr: "err\n", exitCode: 3}
+      - order: [{action: {action: exec}}, {action: {action: exec, occurrence: 2}}]
+"#;
+
+/// An `exec` step opens `pods/<name>/exec` as a websocket, records stdout, stderr and the exit
+/// status with our action, and the `exec` expectations judge that record, live and on replay.
+#[test]
+fn exec_steps_record_their_output_and_exit_code_and_replay_judges_them() {
+    let e = env(|f| {
+        f.exec = vec![
+            support::fake_api::FakeExec::ok("marco\n"),
+            support::fake_api::FakeExec::Run {
+                stdout: vec!["out\n".into()],
+                stderr: "err\n".into(),
+                status: serde_json::json!({"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                    "message": "command terminated with non-zero exit code",
+                    "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}),
+            },
+        ]
+    });
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, EXEC_CASE).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    {
+        let f = e.fake.lock().unwrap();
+        assert_eq!(f.exec_queries.len(), 2, "{:#?}", f.requests);
+        let q = &f.exec_queries[0];
+        assert!(
+            q.contains("container=main")
+                && q.contains("command=%2Fbin%2Fecho&command=marco")
+                && q.contains("stdout=true"),
+            "{q}"
+        );
+        assert!(!q.contains("stdin=true"), "no stdin: {q}");
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let r: Vec<_> = tl.actions.iter().filter_map(|a| a.exec.as_ref()).collect();
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].stdout.as_str(), r[0].exit_code, r[0].error.as_deref()),
+        ("marco\n", Some(0), None)
+    );
+    assert_eq!((r[1].stderr.as_str(), r[1].exit_code), ("err\n", Some(3)));
+    // Recorded with the action, and judged again from the recording.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
+    assert_eq!(actions.matches("\"action\":\"exec\"").count(), 2, "{actions}");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), EXEC_CASE)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    // The same recording judged against other output fails: the judge reads the record.
+    for (wrong, says) in [
+        (
+            "exec: {name: marco, stdout: \"marco\\n\", exitCode: 0}",
+            "exec: {name: marco, stdout: \"polo\\n\", exitCode: 0}",
+        ),
+        (
+            "exec: {name: marco, stdout: \"marco\\n\", exitCode: 0}",
+            "exec: {name: marco, stdout: \"marco\", exitCode: 0}",
+        ),
+        (
+            "exec: {name: three, stdoutRegex: '^out\\n$', stderr: \"err\\n\", exitCode: 3}",
+            "exec: {name: three, exitCode: 0}",
+        ),
+    ] {
+        let body = EXEC_CASE.replace(wrong, says);
+        assert_ne!(body, EXEC_CASE);
+        let a = podlife::run::case::replay_case(&suite(e.dir.path(), &body)[0].1, &rec);
+        assert_eq!(a.status, AttemptStatus::Failed, "{says}: {:#?}", a.verdicts);
+        let v = a
+            .verdicts
+            .iter()
+            .find(|v| v.kind == "exec" && v.outcome != podlife::judge::Outcome::Pass)
+            .unwrap();
+        assert!(v.evidence.contains("expected"), "{}", v.evidence);
+    }
+    // A recording whose exec ran another command is not evidence for this case.
+    let body = EXEC_CASE.replace("[/bin/echo, marco]", "[/bin/echo, polo]");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &body)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert!(
+        a.verdicts[0].kind == "step" && a.verdicts[0].evidence.contains("the recording ran"),
+        "{:#?}",
+        a.verdicts[0]
+    );
+}
+
+/// An exec that cannot complete (an error status before the upgrade, a stream that stalls, one
+/// that breaks before the exit status) is recorded with its error and leaves what judges it
+/// undecided, never passed; the case goes on and what else it checks is judged.
+#[test]
+fn an_exec_that_errors_stalls_or_breaks_is_undecided_never_a_pass() {
+    use support::fake_api::FakeExec;
+    let e = env(|f| {
+        f.exec = vec![
+            FakeExec::Status(500, "Internal error occurred: error dialing backend".into()),
+            FakeExec::Stall("mar".into()),
+            FakeExec::Break("mar".into()),
+        ]
+    });
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - exec: {name: refused, container: main, command: [/bin/echo, marco], timeout: 5s}
+      - exec: {name: stalled, container: main, command: [/bin/echo, marco], timeout: 2s}
+      - exec: {name: broken, container: main, command: [/bin/echo, marco], timeout: 5s}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - exec: {name: refused, stdout: "marco\n"}
+      - exec: {name: stalled, stdoutRegex: "mar"}
+      - exec: {name: broken, exitCode: 0}
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    let a = c.last().unwrap();
+    assert_eq!(c.status, CaseStatus::Undecided, "{:#?}", c.attempts);
+    let check = |a: &podlife::results::Attempt| {
+        let execs: Vec<_> = a.verdicts.iter().filter(|v| v.kind == "exec").collect();
+        assert_eq!(execs.len(), 3);
+        for (v, why) in execs.iter().zip(["500", "no exit status within 2s", "the stream"]) {
+            assert_eq!(v.outcome, podlife::judge::Outcome::Undecided, "{}", v.evidence);
+            assert!(v.evidence.contains(why), "{why}: {}", v.evidence);
+        }
+        assert!(
+            a.verdicts
+                .iter()
+                .any(|v| v.kind == "phase" && v.outcome == podlife::judge::Outcome::Pass)
+        );
+    };
+    check(a);
+    // The partial output of the stalled exec is kept as evidence.
+    let tl = c.timeline.as_ref().unwrap();
+    let stalled = tl
+        .actions
+        .iter()
+        .filter_map(|x| x.exec.as_ref())
+        .find(|x| x.name == "stalled")
+        .unwrap();
+    assert_eq!((stalled.stdout.as_str(), stalled.exit_code), ("mar", None));
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let replayed = podlife::run::case::replay_case(&suite(e.dir.path(), body)[0].1, &rec);
+    assert_eq!(replayed.status, AttemptStatus::Undecided, "{:#?}", replayed.verdicts);
+    check(&replayed);
+}
+
+/// `object` steps apply a new version of a case's ConfigMap, create a Secret later and delete
+/// it, in the case namespace, recorded as our actions (marks refer to them) and step-checked
+/// on replay.
+#[test]
+fn object_steps_update_create_and_delete_the_cases_objects_while_the_pod_runs() {
+    let e = env(|_| {});
+    write_objects(e.dir.path());
+    std::fs::write(
+        e.dir.path().join("cm2.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {greeting: bye}\n",
+    )
+    .unwrap();
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    objects: [cm.yaml]
+    steps:
+      - object: {apply: cm2.yaml}
+      - object: {apply: secret.yaml}
+      - object: {delete: secret.yaml}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: apply}}, {action: {action: updateObject}}, {action: {action: updateObject, occurrence: 2}}, {action: {action: deleteObject}}]
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        let seen: Vec<(&str, &str, String)> = f
+            .objects
+            .iter()
+            .map(|(n, r, x, b)| {
+                assert_eq!(n, ns, "only in the case namespace");
+                (
+                    r.as_str(),
+                    x.as_str(),
+                    b["data"]["greeting"]
+                        .as_str()
+                        .unwrap_or(b.as_str().unwrap_or(""))
+                        .to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("configmaps", "settings", "hello".to_string()),
+                ("configmaps", "settings", "bye".to_string()),
+                ("secrets", "creds", String::new()),
+                ("secrets", "creds", "DELETED".to_string()),
+            ]
+        );
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.kind,
+                podlife::observe::ActionKind::UpdateObject | podlife::observe::ActionKind::DeleteObject
+            )
+        })
+        .map(|a| format!("{:?} {}", a.kind, a.detail.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            "UpdateObject ConfigMap/settings",
+            "UpdateObject Secret/creds",
+            "DeleteObject Secret/creds"
+        ]
+    );
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), body)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    // A recording without the delete is not evidence for a case that deletes.
+    let more = body.replace(
+        "      - waitFor:",
+        "      - object: {delete: cm.yaml}\n      - waitFor:",
+    );
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &more)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert!(
+        a.verdicts[0].evidence.contains("no object delete"),
+        "{:#?}",
+        a.verdicts[0]
+    );
+}

@@ -614,6 +614,9 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::Patch => "patch",
                 ActionKind::ApplyObject => "object apply",
                 ActionKind::Ephemeral => "ephemeral container",
+                ActionKind::Exec => "exec",
+                ActionKind::UpdateObject => "object update",
+                ActionKind::DeleteObject => "object delete",
             };
             let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
             hit.stream = Stream::Action;

@@ -223,6 +223,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::Statuses(seq) => status::statuses_gaps(seq, status::statuses(seq, tl), tl),
         Expectation::StatusRow(r) => status::status_row_gaps(status::status_row(r, tl), tl),
         Expectation::QosClass(q) => status::qos_class(*q, tl),
+        Expectation::Exec(x) => exec(x, tl),
     };
     Verdict {
         index,
@@ -659,6 +660,25 @@ fn container(c: &ContainerExpect, tl: &Timeline) -> J {
                 outside.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
+    }
+    // An instance the evidence says ran but was never seen (its status and log lost to a gap):
+    // what it did is unknown, not absent.
+    if state_name == "absent"
+        && !problems.is_empty()
+        && let InstanceSel::Nth(n) = c.instance
+        && let Some(g) = tl.gaps.iter().find(|g| {
+            g.source
+                == EvidenceSource::Logs {
+                    container: Some(name.to_string()),
+                    instance: Some(n),
+                }
+        })
+    {
+        return undecided(format!(
+            "{inst_label}: {}; undecided: {}",
+            problems.join("; "),
+            g.describe()
+        ));
     }
     let j = if problems.is_empty() {
         if final_ {
@@ -1516,6 +1536,78 @@ fn log(l: &LogExpect, tl: &Timeline) -> J {
     j
 }
 
+/// An `exec` expectation on the recorded result of the step of that name. An exec that did not
+/// complete decides nothing: its output may be partial and its exit status unknown.
+fn exec(x: &ExecExpect, tl: &Timeline) -> J {
+    use crate::observe::ActionKind;
+    let name = x.name.as_str();
+    let Some(r) = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::Exec)
+        .filter_map(|a| a.exec.as_ref())
+        .find(|r| r.name == name)
+    else {
+        // The step never ran (the steps check says why) or has not yet.
+        let j = fail(format!("exec `{name}`: no result recorded (the step did not run)"));
+        return if tl.complete { j } else { undecided(j.evidence) };
+    };
+    let shown = |s: &str| {
+        let mut t: String = s.chars().take(200).collect();
+        if t.len() < s.len() {
+            t.push('…');
+        }
+        format!("{t:?}")
+    };
+    let got = format!(
+        "exec `{name}` in `{}` ({}): stdout {}, stderr {}, exit code {}",
+        r.container,
+        r.command.join(" "),
+        shown(&r.stdout),
+        shown(&r.stderr),
+        r.exit_code.map_or("none".to_string(), |c| c.to_string())
+    );
+    if let Some(e) = &r.error {
+        return undecided(format!("{got}; undecided: the exec did not complete ({e})"));
+    }
+    let mut problems = vec![];
+    if let Some(want) = x.exit_code
+        && r.exit_code != Some(want)
+    {
+        problems.push(format!("exit code {want} expected"));
+    }
+    for (stream, text, equals, regex) in [
+        ("stdout", &r.stdout, &x.stdout, &x.stdout_regex),
+        ("stderr", &r.stderr, &x.stderr, &x.stderr_regex),
+    ] {
+        if let Some(e) = equals {
+            match e.expand(&|n| marks::template_value(tl, n)) {
+                Ok(e) if e == *text => {}
+                Ok(e) => problems.push(format!("{stream} {e:?} expected")),
+                Err(why) => return undecided(format!("{got}; {stream}: {why}")),
+            }
+        }
+        if let Some(p) = regex {
+            match marks::compile(p, tl) {
+                Ok(re) if re.is_match(text) => {}
+                Ok(re) => problems.push(format!("{stream} matching /{}/ expected", re.as_str())),
+                Err(why) => return undecided(format!("{got}; {stream}: {why}")),
+            }
+        }
+    }
+    if problems.is_empty() {
+        pass(got)
+    } else if r.truncated {
+        // Only what podlife kept of a longer output was judged.
+        undecided(format!(
+            "{got}; {}; undecided: the output was longer than podlife keeps and was cut",
+            problems.join(", ")
+        ))
+    } else {
+        fail(format!("{got}; {}", problems.join(", ")))
+    }
+}
+
 /// One measured back-off interval.
 pub struct Interval {
     pub from: Timestamp,
@@ -2069,6 +2161,11 @@ fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'
     let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
     let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
+    let mut execs = tl.actions.iter().filter(|a| a.kind == ActionKind::Exec);
+    let mut objects = tl
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::UpdateObject | ActionKind::DeleteObject));
     for (i, s) in case.steps.iter().enumerate() {
         let problem = match &s.value {
             Step::WaitFor(w) => {
@@ -2089,6 +2186,48 @@ fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'
                 Some(_) => None,
             },
             Step::Sleep(_) => None,
+            // The same command in the same container.
+            Step::Exec(x) => match execs.next().and_then(|a| a.exec.as_ref()) {
+                None => Some(format!("steps[{i}] exec: the recording has no exec `{}`", x.name.value)),
+                Some(r)
+                    if r.name != x.name.value || r.container != x.container.value || r.command != x.command.value =>
+                {
+                    Some(format!(
+                        "steps[{i}] exec: `{}` ({} in `{}`) but the recording ran `{}` ({} in `{}`)",
+                        x.name.value,
+                        x.command.value.join(" "),
+                        x.container.value,
+                        r.name,
+                        r.command.join(" "),
+                        r.container
+                    ))
+                }
+                Some(_) => None,
+            },
+            // The same change of the same object (`ConfigMap/name`).
+            Step::Object(o) => {
+                let (kind, verb) = if o.delete.is_some() {
+                    (ActionKind::DeleteObject, "delete")
+                } else {
+                    (ActionKind::UpdateObject, "apply")
+                };
+                let path = o
+                    .apply
+                    .as_ref()
+                    .or(o.delete.as_ref())
+                    .map(|m| m.value.as_str())
+                    .unwrap_or("");
+                match objects.next() {
+                    None => Some(format!(
+                        "steps[{i}] object: the recording has no object {verb} ({path})"
+                    )),
+                    Some(a) if a.kind != kind => Some(format!(
+                        "steps[{i}] object: {verb} {path} but the recording did the other ({})",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
             // The same container, sent the same way (`debugger via patch`).
             Step::Ephemeral(e) => {
                 let want = format!("{} via {}", e.name(), e.via.as_str());

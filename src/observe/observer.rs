@@ -219,6 +219,51 @@ impl Observer {
                 lost.push((i.container.clone(), i.instance));
             }
         }
+        // Instances never seen at all: the first status seen already counted restarts (or the
+        // count jumped), so instances below or between the seen ones ran while the pod watch
+        // was blind or the kubelet could not write (live: a postStart-failing container's
+        // instances 0-2 lived inside a 64 s API outage; the first status seen said restartCount 3).
+        let mut unseen = vec![];
+        let mut containers: Vec<&str> = self.tl.instances.iter().map(|i| i.container.as_str()).collect();
+        containers.sort_unstable();
+        containers.dedup();
+        for c in containers {
+            let seen: BTreeSet<u32> = self
+                .tl
+                .instances
+                .iter()
+                .filter(|i| i.container == c)
+                .map(|i| i.instance)
+                .collect();
+            let top = seen.iter().next_back().copied().unwrap_or(0);
+            for n in (0..top).filter(|n| !seen.contains(n)) {
+                let covered = self.tl.gaps.iter().any(|g| {
+                    g.source
+                        == EvidenceSource::Logs {
+                            container: Some(c.to_string()),
+                            instance: Some(n),
+                        }
+                });
+                if !covered {
+                    let next = seen.range(n..).next().copied().unwrap_or(top);
+                    unseen.push((c.to_string(), n, next));
+                }
+            }
+        }
+        for (container, instance, next) in unseen {
+            self.tl.gaps.push(Gap {
+                source: EvidenceSource::Logs {
+                    container: Some(container.clone()),
+                    instance: Some(instance),
+                },
+                from: None,
+                to: None,
+                clock: GapClock::Node,
+                reason: format!(
+                    "`{container}`#{instance} was never seen: it ran while the pod's status was not observed (#{next} was the next seen), so its state and log are unknown"
+                ),
+            });
+        }
         for (container, instance) in lost {
             self.tl.gaps.push(Gap {
                 source: EvidenceSource::Logs {

@@ -346,6 +346,9 @@ struct ActionLine {
     response_received: Option<Timestamp>,
     request: Option<serde_json::Value>,
     command: Option<String>,
+    /// An `exec` action's result.
+    #[serde(default)]
+    exec: Option<crate::observe::ExecResult>,
 }
 
 /// `actions.jsonl` read: our requests as inputs, plus the attempt's recorded facts.
@@ -392,6 +395,11 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             "apply-object" => ActionKind::ApplyObject,
             // `command` names the container and the request: `debugger via patch`.
             "ephemeral" => ActionKind::Ephemeral,
+            // `exec` carries the result as received.
+            "exec" => ActionKind::Exec,
+            // `command` names the object: `ConfigMap/name`.
+            "update-object" => ActionKind::UpdateObject,
+            "delete-object" => ActionKind::DeleteObject,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };
@@ -414,6 +422,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
                         .and_then(|p| p.as_str())
                         .map(|p| format!("DELETE {p}"))
                 }),
+                exec: a.exec,
             }),
         ));
     }

@@ -528,7 +528,38 @@ pub struct Action {
     pub grace_period_seconds: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// An `exec` step's result, as received: judged by `exec` expectations, live and on replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecResult>,
 }
+
+/// What an exec returned. `error` set means it did not complete (timeout, an error status
+/// before the stream opened, a stream broken before the exit status): its output is partial
+/// and decides nothing.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecResult {
+    /// The step's name.
+    pub name: String,
+    pub container: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub stdout: String,
+    #[serde(default)]
+    pub stderr: String,
+    /// From the exec status (`Success` is 0; `NonZeroExitCode` carries the code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Why the exec did not complete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// More output than podlife keeps (`EXEC_OUTPUT_CAP` per stream) was cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// Output kept per stream of an exec: upstream's commands print a few bytes.
+pub const EXEC_OUTPUT_CAP: usize = 64 * 1024;
 
 pub use crate::suite::ActionKind;
 

@@ -641,6 +641,9 @@ fn timeline_svg(tl: &Timeline, verdicts: &[Verdict]) -> Option<String> {
             ActionKind::Patch => "patch".to_string(),
             ActionKind::ApplyObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
             ActionKind::Ephemeral => format!("ephemeral {}", a.detail.as_deref().unwrap_or("container")),
+            ActionKind::Exec => format!("exec {}", a.exec.as_ref().map_or("", |x| x.name.as_str())),
+            ActionKind::UpdateObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
+            ActionKind::DeleteObject => format!("delete {}", a.detail.as_deref().unwrap_or("object")),
         };
         if let Some(g) = a.grace_period_seconds {
             label.push_str(&format!(" (grace {g}s)"));

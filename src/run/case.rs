@@ -578,6 +578,7 @@ async fn observe_case(
             done: Some(Timestamp::now()),
             grace_period_seconds: None,
             detail: Some(o.id()),
+            exec: None,
         }));
     }
     let sent = Timestamp::now();
@@ -594,6 +595,7 @@ async fn observe_case(
         done: Some(Timestamp::now()),
         grace_period_seconds: None,
         detail: None,
+        exec: None,
     }));
     let mut loop_ = Loop {
         api,
@@ -678,6 +680,47 @@ async fn observe_case(
                     api.add_ephemeral(&pod_name, &container, e.via, env.api_outage_budget),
                 )
                 .await
+            }
+            Step::Exec(x) => {
+                // Bounded by its own timeout and what is left of the case's.
+                let own = x.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
+                let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
+                let first = Timestamp::now();
+                match api.exec(&pod_name, &x.container.value, &x.command.value, timeout).await {
+                    Ok(mut r) => {
+                        r.name = x.name.value.clone();
+                        if let Some(e) = &r.error {
+                            eprintln!("    {}: steps[{i}] exec `{}`: {e}", case.full_name(), r.name);
+                        }
+                        let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Exec,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: None,
+                            detail: Some(format!("{} in {}", x.command.value.join(" "), x.container.value)),
+                            exec: Some(r),
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::from(e)),
+                }
+            }
+            Step::Object(o) => {
+                let obj = case
+                    .step_objects
+                    .get(&i)
+                    .expect("validated: every object step has its object");
+                let (kind, request) = if o.delete.is_some() {
+                    (
+                        ActionKind::DeleteObject,
+                        futures::future::Either::Left(api.delete_object(&obj.kind, &obj.name, env.api_outage_budget)),
+                    )
+                } else {
+                    let apply = async { api.apply_object(&obj.value, env.api_outage_budget).await.map(|_| ()) };
+                    (ActionKind::UpdateObject, futures::future::Either::Right(apply))
+                };
+                act(api, &mut loop_.obs, kind, None, Some(obj.id()), request).await
             }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);
@@ -835,6 +878,7 @@ async fn act(
         done: Some(Timestamp::now()),
         grace_period_seconds,
         detail,
+        exec: None,
     }));
     Ok(None)
 }

@@ -399,7 +399,16 @@ pub fn run_live(
                 .iter()
                 .map(|o| ("patch", format!("{}s", o.kind.to_lowercase()), None)),
         );
-        for s in &c.spec.steps {
+        for (i, s) in c.spec.steps.iter().enumerate() {
+            // `exec` steps open pods/exec (a websocket upgrade the API server authorizes as
+            // `create`); `object` steps patch or delete the case's ConfigMaps and Secrets.
+            if let crate::suite::Step::Exec(_) = &s.value {
+                extra.push(("create", "pods".into(), Some("exec")));
+            }
+            if let (crate::suite::Step::Object(o), Some(obj)) = (&s.value, c.step_objects.get(&i)) {
+                let verb = if o.delete.is_some() { "delete" } else { "patch" };
+                extra.push((verb, format!("{}s", obj.kind.to_lowercase()), None));
+            }
             if let crate::suite::Step::Ephemeral(e) = &s.value {
                 let sub = Some("ephemeralcontainers");
                 match e.via {

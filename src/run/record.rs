@@ -231,6 +231,9 @@ impl Recorder {
                     ActionKind::Patch => "patch",
                     ActionKind::ApplyObject => "apply-object",
                     ActionKind::Ephemeral => "ephemeral",
+                    ActionKind::Exec => "exec",
+                    ActionKind::UpdateObject => "update-object",
+                    ActionKind::DeleteObject => "delete-object",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
                 if let Some(g) = a.grace_period_seconds {
@@ -238,6 +241,9 @@ impl Recorder {
                 }
                 if let Some(d) = &a.detail {
                     v["command"] = json!(d);
+                }
+                if let Some(x) = &a.exec {
+                    v["exec"] = json!(x);
                 }
                 write_line(&mut self.actions, &v)
             }

@@ -100,6 +100,8 @@ pub struct LoadedCase {
     pub manifest_path: Option<PathBuf>,
     /// Auxiliary objects, applied in this order before the pod.
     pub objects: Vec<AuxObject>,
+    /// The object of each `object` step, by step index (validated like `objects`).
+    pub step_objects: BTreeMap<usize, AuxObject>,
     pub containers: Vec<ContainerInfo>,
     /// Suite-declared images (`defaults.images`) over the built-in ones.
     pub images: BTreeMap<String, String>,
@@ -585,6 +587,115 @@ fn load_case(
         }
     }
 
+    // `object` steps: each names a ConfigMap or Secret; an apply updates one of `objects:` or
+    // creates one later, a delete removes one the case created (never anything else).
+    let mut step_objects: BTreeMap<usize, AuxObject> = BTreeMap::new();
+    let mut present: Vec<String> = objects.iter().map(|o| o.id()).collect();
+    let mut exec_names: BTreeSet<String> = BTreeSet::new();
+    for (i, s) in case.steps.iter().enumerate() {
+        match &s.value {
+            Step::Object(o) => {
+                let sp = format!("{p}.steps[{i}].object");
+                let (m, delete) = match (&o.apply, &o.delete) {
+                    (Some(m), None) => (m, false),
+                    (None, Some(m)) => (m, true),
+                    _ => {
+                        ctx.err(
+                            s,
+                            sp,
+                            "give `apply: PATH` (update, or create later) or `delete: PATH` (an object this case created), one of them",
+                        );
+                        continue;
+                    }
+                };
+                let field = format!("{sp}.{}", if delete { "delete" } else { "apply" });
+                let loaded = load_manifest(base, m).and_then(|(v, file)| {
+                    check_object(&v)
+                        .map(|(kind, name)| AuxObject {
+                            kind,
+                            name,
+                            value: v,
+                            path: file.clone(),
+                        })
+                        .map_err(|e| format!("{}: {e}", file.display()))
+                });
+                let obj = match loaded {
+                    Ok(o) if o.kind == "Service" => {
+                        ctx.err(m, field, "an `object` step changes a ConfigMap or Secret; a Service's environment is read once, when a container starts");
+                        continue;
+                    }
+                    Ok(o) => o,
+                    Err(e) => {
+                        ctx.err(m, field, e);
+                        continue;
+                    }
+                };
+                let id = obj.id();
+                if delete {
+                    match present.iter().position(|x| *x == id) {
+                        Some(at) => {
+                            present.remove(at);
+                        }
+                        None => ctx.err(
+                            m,
+                            field,
+                            format!("{id} is not an object this case created by then (`objects:` or an earlier `object: {{apply}}`): podlife deletes only what its run created"),
+                        ),
+                    }
+                } else if !present.contains(&id) {
+                    present.push(id);
+                }
+                step_objects.insert(i, obj);
+            }
+            Step::Exec(x) => {
+                let sp = format!("{p}.steps[{i}].exec");
+                let n = x.name.value.as_str();
+                let ok = !n.is_empty()
+                    && n.len() <= 63
+                    && n.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+                if !ok {
+                    ctx.err(
+                        &x.name,
+                        format!("{sp}.name"),
+                        format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
+                    );
+                } else if !exec_names.insert(n.to_string()) {
+                    ctx.err(
+                        &x.name,
+                        format!("{sp}.name"),
+                        format!("`{n}` names another exec step too: each exec step its own name"),
+                    );
+                }
+                if !containers.iter().any(|c| c.name == x.container.value) {
+                    let known = containers
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    ctx.err(
+                        &x.container,
+                        format!("{sp}.container"),
+                        format!("unknown container `{}` (the pod has: {known})", x.container.value),
+                    );
+                }
+                if x.command.value.first().is_none_or(|c| c.is_empty()) {
+                    ctx.err(
+                        &x.command,
+                        format!("{sp}.command"),
+                        "the command is empty: give the program and its arguments, e.g. [/bin/echo, marco]",
+                    );
+                }
+                if let Some(t) = x.timeout
+                    && t.0.is_zero()
+                {
+                    ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
+                }
+            }
+            _ => {}
+        }
+    }
+
     let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
     let mut refs = Refs {
         ctx,
@@ -592,6 +703,7 @@ fn load_case(
         marks: &case.marks,
         all: &containers,
         each: None,
+        execs: &exec_names,
     };
     for (name, m) in &case.marks {
         refs.mark(m, &format!("{p}.marks.{name}"));
@@ -618,7 +730,7 @@ fn load_case(
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(&mut refs, s, patch, &sp, &pod, images),
             // Checked above, with the containers.
-            Step::Ephemeral(_) => {}
+            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) => {}
         }
     }
     // Steps run one after another inside the case timeout: a step that could still be waiting
@@ -630,6 +742,7 @@ fn load_case(
         let (took, what) = match &s.value {
             Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
             Step::Sleep(d) => (d.0, "sleep"),
+            Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
             _ => continue,
         };
         worst = worst.saturating_add(took);
@@ -672,6 +785,7 @@ fn load_case(
         pod,
         manifest_path,
         objects,
+        step_objects,
         containers,
         images: images.clone(),
         min_server_version,
@@ -1115,6 +1229,8 @@ struct Refs<'a, 'b> {
     marks: &'a BTreeMap<String, MarkSpec>,
     /// While checking a gap with `forEachInstance: C`: marks may use `instance: each` on C.
     each: Option<String>,
+    /// Names of the case's `exec` steps.
+    execs: &'a BTreeSet<String>,
 }
 
 impl Refs<'_, '_> {
@@ -1432,6 +1548,32 @@ impl Refs<'_, '_> {
                 }
             }
             Expectation::QosClass(_) => {}
+            Expectation::Exec(x) => {
+                if !self.execs.contains(&x.name.value) {
+                    let known = self.execs.iter().cloned().collect::<Vec<_>>().join(", ");
+                    self.ctx.err(
+                        &x.name,
+                        format!("{path}.exec.name"),
+                        format!(
+                            "no exec step named `{}` (exec steps: {})",
+                            x.name.value,
+                            if known.is_empty() { "none".into() } else { known }
+                        ),
+                    );
+                }
+                if x.stdout.is_none()
+                    && x.stdout_regex.is_none()
+                    && x.stderr.is_none()
+                    && x.stderr_regex.is_none()
+                    && x.exit_code.is_none()
+                {
+                    self.ctx.err(
+                        &x.name,
+                        format!("{path}.exec"),
+                        "an exec expectation needs `stdout`, `stdoutRegex`, `stderr`, `stderrRegex` or `exitCode`: without one it certifies nothing",
+                    );
+                }
+            }
             Expectation::Never(n) => {
                 self.mark_ref(&n.mark, &format!("{path}.never.mark"));
                 if let Some(a) = &n.after {

@@ -164,6 +164,48 @@ pub enum Step {
     /// Add an ephemeral container to the running pod through its `ephemeralcontainers`
     /// subresource; expectations name it like any container.
     Ephemeral(EphemeralStep),
+    /// Run a command in a running container through the API server's `exec` subresource
+    /// (websocket streaming to the kubelet and the runtime); its stdout, stderr and exit status
+    /// are recorded with our action and judged by an `exec` expectation.
+    Exec(ExecStep),
+    /// Change an auxiliary object while the pod runs: apply a new version of an object of
+    /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
+    /// one this case created.
+    Object(ObjectStep),
+}
+
+/// `exec: {name: marco, container: debugger, command: [/bin/echo, marco], timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecStep {
+    /// The name `exec` expectations refer to (`[a-z0-9-]`, unique in the case).
+    pub name: Loc<String>,
+    /// The container to run it in (a container, a started sidecar or an ephemeral container).
+    pub container: Loc<String>,
+    /// The command and its arguments (no shell unless the command is one).
+    pub command: Loc<Vec<String>>,
+    /// Bound on the whole exec: connect, run, output (default 30s). A command still running
+    /// then is recorded as timed out (undecided), never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// Default bound on an `exec` step: far above what an `echo` or a `cat` takes through the
+/// kubelet's streaming server (well under a second on a loaded node), below a case timeout.
+pub const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `object: {apply: manifests/x.yaml}` or `object: {delete: manifests/x.yaml}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectStep {
+    /// Server-side apply of this one-object manifest (a ConfigMap or Secret): a new version of
+    /// an object of `objects:` (same kind and name), or an object created later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<Loc<String>>,
+    /// Delete the object this manifest names (kind and name), which the case created (in
+    /// `objects:` or by an earlier `object: {apply}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<Loc<String>>,
 }
 
 /// `ephemeral: {container: {name: debugger, image: ${image.busybox}, command: [...]}, via: patch}`.
@@ -788,6 +830,12 @@ pub enum ActionKind {
     ApplyObject,
     /// An ephemeral container was added (`ephemeral` step).
     Ephemeral,
+    /// A command was run in a container (`exec` step); the action carries its result.
+    Exec,
+    /// An object was applied while the pod ran (`object: {apply}` step: updated or created).
+    UpdateObject,
+    /// An object was deleted while the pod ran (`object: {delete}` step).
+    DeleteObject,
 }
 
 /// What must hold on the observed timeline.
@@ -823,6 +871,32 @@ pub enum Expectation {
     StatusRow(StatusRowExpect),
     /// The pod's `status.qosClass`.
     QosClass(QosClass),
+    /// The recorded result of an `exec` step: its stdout, stderr and exit code.
+    Exec(ExecExpect),
+}
+
+/// `exec: {name: marco, stdout: "marco\n", exitCode: 0}`: judged on the recorded result. An exec
+/// that could not complete (timeout, error status, broken stream) leaves it undecided.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecExpect {
+    /// The `exec` step's name.
+    pub name: Loc<String>,
+    /// The whole stdout is exactly this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<Exact>,
+    /// The stdout matches this regex (anywhere; anchor it, or use `(?s)`, as needed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout_regex: Option<Pattern>,
+    /// The whole stderr is exactly this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<Exact>,
+    /// The stderr matches this regex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr_regex: Option<Pattern>,
+    /// The command's exit code (from the exec status: Success is 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
 }
 
 impl Expectation {
@@ -841,6 +915,7 @@ impl Expectation {
             Expectation::Statuses(_) => "statuses",
             Expectation::StatusRow(_) => "statusRow",
             Expectation::QosClass(_) => "qosClass",
+            Expectation::Exec(_) => "exec",
         }
     }
 }

@@ -62,6 +62,105 @@ struct Line {
     text: String,
 }
 
+/// How the fake answers one exec request.
+#[derive(Clone, Debug)]
+pub enum FakeExec {
+    /// A websocket (v4.channel.k8s.io) that sends these stdout and stderr frames, then the
+    /// status (a metav1.Status JSON) on channel 3, as the kubelet's streaming server does.
+    Run {
+        stdout: Vec<String>,
+        stderr: String,
+        status: Value,
+    },
+    /// An HTTP error status before any upgrade (e.g. 500, or 400 "container not found").
+    Status(u16, String),
+    /// Upgraded, sends this stdout, then nothing: never a status, never closed.
+    Stall(String),
+    /// Upgraded, sends this stdout, then the connection drops (no close frame, no status).
+    Break(String),
+}
+
+impl FakeExec {
+    /// A command that exits 0 after printing `stdout`.
+    pub fn ok(stdout: &str) -> FakeExec {
+        FakeExec::Run {
+            stdout: vec![stdout.to_string()],
+            stderr: String::new(),
+            status: json!({"metadata": {}, "status": "Success"}),
+        }
+    }
+    /// A command that exits `code` (NonZeroExitCode, as the kubelet reports it).
+    pub fn exit(stdout: &str, code: i32) -> FakeExec {
+        FakeExec::Run {
+            stdout: vec![stdout.to_string()],
+            stderr: String::new(),
+            status: json!({"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                "message": format!("command terminated with non-zero exit code: error executing command [...], exit code {code}"),
+                "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]}}),
+        }
+    }
+}
+
+/// Answers an exec request as an API server would: a websocket upgrade (hyper client over an
+/// in-memory pipe to a tungstenite server, so the response carries a real upgrade) or an error.
+async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    if let FakeExec::Status(code, message) = &how {
+        return status(*code, "BadRequest", message);
+    }
+    let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        // The callback's signature is tungstenite's (its error type is large).
+        #[allow(clippy::result_large_err)]
+        let pick = |_: &tokio_tungstenite::tungstenite::handshake::server::Request,
+                    mut resp: tokio_tungstenite::tungstenite::handshake::server::Response| {
+            resp.headers_mut()
+                .insert("sec-websocket-protocol", "v4.channel.k8s.io".parse().unwrap());
+            Ok(resp)
+        };
+        let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(server_io, pick).await else {
+            return;
+        };
+        let frame = |ch: u8, s: &str| {
+            let mut v = vec![ch];
+            v.extend_from_slice(s.as_bytes());
+            Message::binary(v)
+        };
+        match how {
+            FakeExec::Run { stdout, stderr, status } => {
+                for s in stdout {
+                    let _ = ws.send(frame(1, &s)).await;
+                }
+                if !stderr.is_empty() {
+                    let _ = ws.send(frame(2, &stderr)).await;
+                }
+                let _ = ws.send(frame(3, &status.to_string())).await;
+                let _ = ws.close(None).await;
+            }
+            FakeExec::Stall(s) => {
+                let _ = ws.send(frame(1, &s)).await;
+                std::future::pending::<()>().await;
+            }
+            FakeExec::Break(s) => {
+                let _ = ws.send(frame(1, &s)).await;
+                // Dropped without a close frame: the client sees the stream end abruptly.
+                drop(ws);
+            }
+            FakeExec::Status(..) => {}
+        }
+    });
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(
+        hyper_util::rt::TokioIo::new(client_io),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn.with_upgrades());
+    let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
+    let resp = sender.send_request(req).await.unwrap();
+    resp.map(|b| b.map_err(|e| -> BoxError { Box::new(e) }).boxed())
+}
+
 /// A node the fake presents (`FakeState::nodes`); pods pinned to it (nodeSelector on
 /// `kubernetes.io/hostname`, or nodeName) run there.
 #[derive(Clone, Debug)]
@@ -262,6 +361,11 @@ pub struct FakeState {
     pub ephemeral: Vec<(String, String, Value)>,
     /// The ephemeral containers the pod has (by patch or update), in order.
     pub ephemeral_containers: Vec<Value>,
+    /// How exec requests (`pods/<name>/exec`) are answered, in order (the last one repeats);
+    /// empty: a 404.
+    pub exec: Vec<FakeExec>,
+    /// The exec requests' query strings (container, command, streams), in order.
+    pub exec_queries: Vec<String>,
     /// Labels of created namespaces.
     pub namespace_labels: BTreeMap<String, Value>,
     /// SelfSubjectAccessReviews answered "not allowed": `(verb, resource)`.
@@ -506,6 +610,19 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
     if hang {
         // Accepted, never answered: only the client's own bounds end this request.
         std::future::pending::<()>().await;
+    }
+    if method == "GET" && path.ends_with("/exec") {
+        let how = {
+            let mut s = st.lock().unwrap();
+            s.exec_queries.push(req.uri().query().unwrap_or("").to_string());
+            let n = s.exec_queries.len();
+            s.exec.get(n - 1).or(s.exec.last()).cloned()
+        };
+        let Some(how) = how else {
+            return status(404, "NotFound", "the fake has no exec configured");
+        };
+        let (parts, _) = req.into_parts();
+        return exec(parts, how).await;
     }
     let body: Value = {
         let bytes = req
@@ -752,6 +869,30 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
             out["metadata"]["uid"] = json!(format!("fake-uid-{resource}-{name}"));
             out["metadata"]["resourceVersion"] = json!("1");
             json_resp(200, out)
+        }
+        (
+            "DELETE",
+            [
+                "api",
+                "v1",
+                "namespaces",
+                ns,
+                resource @ ("configmaps" | "secrets"),
+                name,
+            ],
+        ) => {
+            let mut s = st.lock().unwrap();
+            let known = s
+                .objects
+                .iter()
+                .any(|(n, r, x, _)| n == ns && r == resource && x == name);
+            s.objects
+                .push((ns.to_string(), resource.to_string(), name.to_string(), json!("DELETED")));
+            if known {
+                json_resp(200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}))
+            } else {
+                status(404, "NotFound", &format!("{resource} \"{name}\" not found"))
+            }
         }
         (m @ ("PATCH" | "PUT" | "GET"), ["api", "v1", "namespaces", ns, "pods", name, "ephemeralcontainers"]) => {
             let mut s = st.lock().unwrap();
