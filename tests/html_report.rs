@@ -404,3 +404,27 @@ fn screenshot_renders() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+/// The two-node fleet run A3 (vm, vm2: one fingerprint group, each undecided where the other
+/// passed): the matrix holds only areas, and the differences are one table headed "vm and vm2
+/// differ" — neither node is labelled the odd one, as two nodes have no majority.
+#[test]
+fn two_nodes_that_differ_are_one_table_not_two_odd_nodes() {
+    let reports = tempfile::tempdir().unwrap();
+    let bundle = "tests/fixtures/live-bundles/A3-my3ur1ih/my3ur1ih.tar.gz";
+    let dir = run(&["--replay".as_ref(), bundle.as_ref()], reports.path(), 1);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    parse_strict(&html);
+    let fleet = &html[html.find("<section class=\"fleet\">").unwrap()..];
+    let fleet = &fleet[..fleet.find("</section>").unwrap()];
+    let matrix = &fleet[..fleet.find("</table>").unwrap()];
+    assert!(!matrix.contains("kubelet"), "fingerprints are not in the matrix");
+    assert_eq!(matrix.matches("<tr>").count(), 3, "a header and two nodes");
+    assert!(!fleet.contains(">ODD<"), "{fleet}");
+    assert!(fleet.contains("<h3>vm and vm2 differ"), "{fleet}");
+    assert!(!fleet.contains("odd node out"));
+    // One row per difference, a column per node.
+    assert!(fleet.contains("<tr><th>case</th><th>what</th><th>vm</th><th>vm2</th><th>why</th></tr>"));
+    assert!(fleet.contains("<td class=\"case\">restart-policy::restart-never-fail</td><td>status</td><td class=\"v\">undecided</td><td class=\"v\">passed</td>"), "{fleet}");
+    assert!(fleet.contains("<td class=\"case\">status::status-qos-besteffort</td><td>status</td><td class=\"v\">passed</td><td class=\"v\">undecided</td>"), "{fleet}");
+}

@@ -18,7 +18,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 
 use crate::judge::marks::hms;
 use crate::judge::{Outcome, Verdict};
-use crate::results::stats::{AreaVerdict, Fleet};
+use crate::results::stats::{AreaVerdict, Fleet, OddDifference, OddNode};
 use crate::results::{Attempt, AttemptStatus};
 use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::util::fmt_secs;
@@ -68,6 +68,9 @@ pub fn render(s: &RunSummary) -> String {
             body {
                 (header(s))
                 main {
+                    @if let Some(f) = &s.fleet {
+                        (fleet(f))
+                    }
                     (index(&cases))
                     (legend())
                     @for c in &cases {
@@ -174,58 +177,183 @@ fn header(s: &RunSummary) -> Markup {
                 }
             }
             (fingerprint(s))
-            @if let Some(f) = &s.fleet {
-                (matrix(f))
-            }
         }
     }
 }
 
-/// The node × area matrix of an `--each-node` run, each node's fingerprint beside its row, then
-/// the fingerprint groups and the odd nodes out.
-fn matrix(f: &Fleet) -> Markup {
+/// The fleet of an `--each-node` run: the node × area matrix (areas only, so ten areas fit a
+/// laptop screen), the fingerprint groups as a table, and what set nodes apart, one table per
+/// finding.
+fn fleet(f: &Fleet) -> Markup {
     let areas: Vec<&str> = f
         .nodes
         .first()
         .map(|n| n.areas.iter().map(|a| a.area.as_str()).collect())
         .unwrap_or_default();
+    let findings = findings(f);
     html! {
-        h2 { "Nodes × areas" }
-        table.matrix {
-            tr {
-                th { "node" } th { "group" } th { "kubelet" } th { "runtime" } th { "handlers" } th { "kernel" } th { "OS image" }
-                @for a in &areas { th { (t(a)) } }
-            }
-            @for n in &f.nodes {
-                @let fp = &n.fingerprint;
-                tr {
-                    td {
-                        (t(&n.node))
-                        @if f.odd.iter().any(|o| o.node == n.node) { " " span class="badge b-failed" { "ODD" } }
+        section.fleet {
+            h2 { "Nodes × areas" }
+            div.wide {
+                table.matrix {
+                    tr {
+                        th { "node" } th { "group" }
+                        @for a in &areas { th { (t(a)) } }
                     }
-                    td { (n.group + 1) }
-                    td { (t(&fp.kubelet_version)) }
-                    td { (t(&fp.container_runtime_version)) }
-                    td { (t(&fp.runtime_handlers.join(", "))) }
-                    td { (t(&fp.kernel_version)) }
-                    td { (t(&fp.os_image)) }
-                    @for a in &n.areas {
-                        td { span class=(format!("badge {}", verdict_class(a.verdict))) title=(t(&area_title(a))) { (t(a.verdict.as_str())) } }
+                    @for n in &f.nodes {
+                        tr {
+                            th {
+                                (t(&n.node))
+                                @match findings.iter().find(|x| x.names(&n.node)) {
+                                    Some(Finding::Odd(_)) => { " " span class="badge b-failed" title="odd node out: see below" { "ODD" } }
+                                    Some(Finding::Pair(..)) => { " " span class="badge b-flaky" title="differs from the other node of its group: see below" { "DIFFERS" } }
+                                    None => {}
+                                }
+                            }
+                            td { (n.group + 1) }
+                            @for a in &n.areas {
+                                td { span class=(format!("badge {}", verdict_class(a.verdict))) title=(t(&area_title(a))) { (t(a.verdict.as_str())) } }
+                            }
+                        }
+                    }
+                }
+            }
+            h3 { "Fingerprint groups" }
+            div.wide {
+                table.groups {
+                    tr { th { "group" } th { "nodes" } th { "kubelet" } th { "runtime" } th { "handlers" } th { "kernel" } th { "OS image" } th { "arch" } }
+                    @for (i, g) in f.groups.iter().enumerate() {
+                        @let fp = f.nodes.iter().find(|n| n.group == i).map(|n| &n.fingerprint);
+                        tr title=(t(&g.fingerprint)) {
+                            td { (i + 1) }
+                            td { (t(&g.nodes.join(", "))) }
+                            @if let Some(fp) = fp {
+                                td { (t(&fp.kubelet_version)) }
+                                td { (t(&fp.container_runtime_version)) }
+                                td { (t(&fp.runtime_handlers.join(", "))) }
+                                td { (t(&fp.kernel_version)) }
+                                td { (t(&fp.os_image)) }
+                                td { (t(&fp.architecture)) }
+                            } @else {
+                                td colspan="6" { (t(&g.fingerprint)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @for x in &findings {
+                (finding(f, x))
+            }
+        }
+    }
+}
+
+/// What set nodes of a fingerprint group apart.
+enum Finding<'a> {
+    /// One node against the rest of its group (two or more peers, or the worse of two).
+    Odd(&'a OddNode),
+    /// Both nodes of a group of two, each worse than the other somewhere: no majority says
+    /// which is right, so neither is "the odd one".
+    Pair(&'a OddNode, &'a OddNode),
+}
+
+impl Finding<'_> {
+    fn names(&self, node: &str) -> bool {
+        match self {
+            Finding::Odd(o) => o.node == node,
+            Finding::Pair(a, b) => a.node == node || b.node == node,
+        }
+    }
+}
+
+fn findings(f: &Fleet) -> Vec<Finding<'_>> {
+    let mut out = vec![];
+    for (i, g) in f.groups.iter().enumerate() {
+        let odd: Vec<&OddNode> = f.odd.iter().filter(|o| o.group == i).collect();
+        match odd[..] {
+            [a, b] if g.nodes.len() == 2 => out.push(Finding::Pair(a, b)),
+            _ => out.extend(odd.into_iter().map(Finding::Odd)),
+        }
+    }
+    out
+}
+
+fn finding(f: &Fleet, x: &Finding) -> Markup {
+    match x {
+        Finding::Odd(o) => {
+            let peers: Vec<&str> = f
+                .groups
+                .get(o.group)
+                .map(|g| g.nodes.iter().filter(|n| **n != o.node).map(String::as_str).collect())
+                .unwrap_or_default();
+            let rest = format!("rest of group {}", o.group + 1);
+            let rows: Vec<(&OddDifference, bool)> = o.rows.iter().map(|r| (r, false)).collect();
+            html! {
+                h3 {
+                    "odd node out: " (t(&o.node))
+                    span.sub { " differs from the " (rest) " (" (t(&peers.join(", "))) ")" }
+                }
+                (differences(o, &rows, &o.node, &rest))
+            }
+        }
+        Finding::Pair(a, b) => {
+            // One table over both nodes' findings: a's rows as they are, b's with the columns
+            // swapped, so each column is one node.
+            let mut rows: Vec<(&OddDifference, bool)> = a
+                .rows
+                .iter()
+                .map(|r| (r, false))
+                .chain(b.rows.iter().map(|r| (r, true)))
+                .collect();
+            // By case; within one, each node's rows in their order (status first, then by
+            // expectation index), the stable sort keeping them.
+            rows.sort_by(|x, y| x.0.case.cmp(&y.0.case));
+            html! {
+                h3 {
+                    (t(&a.node)) " and " (t(&b.node)) " differ"
+                    span.sub { " (group " (a.group + 1) ", same fingerprint; with two nodes no majority tells which one is odd)" }
+                }
+                @if a.rows.is_empty() || b.rows.is_empty() {
+                    (old_differences(a))
+                    (old_differences(b))
+                } @else {
+                    (differences(a, &rows, &a.node, &b.node))
+                }
+            }
+        }
+    }
+}
+
+/// The differences as a table: case, what, the value in column `left`, in column `right`, and
+/// why. A row flagged `true` is the right column's node's own finding (its values swapped).
+fn differences(o: &OddNode, rows: &[(&OddDifference, bool)], left: &str, right: &str) -> Markup {
+    html! {
+        @if rows.is_empty() {
+            (old_differences(o))
+        } @else {
+            div.wide {
+                table.odd {
+                    tr { th { "case" } th { "what" } th { (t(left)) } th { (t(right)) } th { "why" } }
+                    @for (r, swapped) in rows {
+                        @let (l, rt) = if *swapped { (&r.peers, &r.here) } else { (&r.here, &r.peers) };
+                        tr {
+                            td.case { (t(&r.case)) }
+                            td { (t(&r.what)) }
+                            td.v { (t(l)) }
+                            td.v { (t(rt)) }
+                            td.why { (t(&r.why)) }
+                        }
                     }
                 }
             }
         }
-        ul.groups {
-            @for (i, g) in f.groups.iter().enumerate() {
-                li { "group " (i + 1) ": " (t(&g.fingerprint)) " — " (t(&g.nodes.join(", "))) }
-            }
-            @for o in &f.odd {
-                li {
-                    strong { "odd node out: " (t(&o.node)) }
-                    " differs from the rest of group " (o.group + 1) ": " (t(&o.differences.join("; ")))
-                }
-            }
-        }
+    }
+}
+
+/// A summary written before the differences had rows: its lines as a list.
+fn old_differences(o: &OddNode) -> Markup {
+    html! {
+        ul.odd { @for d in &o.differences { li { (t(d)) } } }
     }
 }
 
