@@ -647,7 +647,7 @@ fn instance_lane(
     // Waiting: from the first status listing the container (or the previous instance's end)
     // until it started; status snapshots still showing it waiting extend the bar, as startedAt
     // is truncated to the second and may precede the last waiting report.
-    let last_waiting = tl.last_waiting_before(inst, prev).map_or(f64::NEG_INFINITY, |t| r(t));
+    let last_waiting = tl.last_waiting_before(inst, prev).map_or(f64::NEG_INFINITY, r);
     let wait_from = match prev {
         Some(p) => p.finished_at.or(p.first_seen_terminated).map(r),
         None => first_listed.map(r),
