@@ -9,6 +9,7 @@
 //! Markup is built with maud: every value spliced in is escaped by construction (through
 //! [`Text`], which also keeps the page free of URLs and of characters XML forbids).
 
+mod lanes;
 mod svg;
 
 use std::borrow::Cow;
