@@ -765,6 +765,11 @@ fn relabel_summary(s: &mut crate::results::RunSummary) {
             a.verdicts.iter_mut().for_each(|v| fix(&mut v.evidence));
         }
     }
+    // The odd nodes out quote verdicts' evidence (computed by the run, before this).
+    for o in s.fleet.iter_mut().flat_map(|f| &mut f.odd) {
+        o.differences.iter_mut().for_each(fix);
+        o.rows.iter_mut().for_each(|r| fix(&mut r.why));
+    }
 }
 
 /// The shareable archive of a recorded run; a failure to write it is a warning (the run folder
@@ -1036,7 +1041,7 @@ fn diff_cmd(args: DiffArgs) -> ExitCode {
     };
     // Node against node: each side is the run as that node saw it (its cases, its fingerprint).
     let view = |s: crate::results::RunSummary, node: &Option<String>| match node {
-        Some(n) => crate::report::fleet::node_view(&s, n),
+        Some(n) => crate::results::fleet::node_view(&s, n),
         None => Ok(s),
     };
     let (before, after) = match (view(before, &args.node_a), view(after, &args.node_b)) {

@@ -361,7 +361,7 @@ fn a_node_slower_than_its_group_beyond_noise_is_the_odd_one_out_and_within_noise
     let (_, summary) = podlife::report::diff::load_summary(&out.report_dir).unwrap();
     let single = e.dir.path().join("single");
     std::fs::create_dir_all(&single).unwrap();
-    let w4 = podlife::report::fleet::node_view(&summary, "w4").unwrap();
+    let w4 = podlife::results::fleet::node_view(&summary, "w4").unwrap();
     std::fs::write(single.join("summary.json"), serde_json::to_string(&w4).unwrap()).unwrap();
     let against = assert_cmd::Command::cargo_bin("podlife")
         .unwrap()

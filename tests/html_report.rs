@@ -303,12 +303,8 @@ fn failing_case_comes_first_with_its_gap_annotated() {
     assert!(html.contains("<b>1</b> failed"));
 }
 
-/// The page is a function of the summary: rebuilt from `summary.json` and the timeline files,
-/// it renders to the same bytes twice.
-#[test]
-fn render_is_deterministic() {
-    let reports = tempfile::tempdir().unwrap();
-    let dir = passing_run(reports.path());
+/// A run's summary as the page is rendered from it: `summary.json` with its timeline files.
+fn load_summary(dir: &Path) -> podlife::results::RunSummary {
     let mut summary: podlife::results::RunSummary =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     for c in &mut summary.cases {
@@ -316,12 +312,57 @@ fn render_is_deterministic() {
             c.timeline = Some(serde_json::from_str(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap());
         }
     }
+    summary
+}
+
+/// The page is a function of the summary: rebuilt from `summary.json` and the timeline files,
+/// it renders to the same bytes twice.
+#[test]
+fn render_is_deterministic() {
+    let reports = tempfile::tempdir().unwrap();
+    let dir = passing_run(reports.path());
+    let summary = load_summary(&dir);
     let a = podlife::report::html::render(&summary);
     let b = podlife::report::html::render(&summary.clone());
     assert_eq!(a, b);
     let with_timeline = summary.cases.iter().filter(|c| c.timeline.is_some()).count();
     assert!(with_timeline >= 30);
     assert_eq!(a.matches("<svg").count(), with_timeline);
+}
+
+/// Text from suites and from the cluster (a case name, a verdict's evidence, an event reason, a
+/// pod name) is markup-free text in the page and in the SVG: escaped, never an element.
+#[test]
+fn case_and_cluster_text_is_escaped_in_the_page_and_the_svg() {
+    let reports = tempfile::tempdir().unwrap();
+    let dir = passing_run(reports.path());
+    let mut summary = load_summary(&dir);
+    let evil = "<script>alert(1)</script> & co";
+    let escaped = "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co";
+    let c = summary
+        .cases
+        .iter_mut()
+        .find(|c| c.timeline.as_ref().is_some_and(|t| !t.events.is_empty()))
+        .expect("a case with events");
+    c.case = evil.into();
+    c.attempts.last_mut().unwrap().verdicts[0].evidence = format!("evidence: {evil}");
+    let tl = c.timeline.as_mut().unwrap();
+    tl.events[0].reason = evil.into();
+    tl.pod.name = evil.into();
+    let html = podlife::report::html::render(&summary);
+    parse_strict(&html);
+    assert!(!html.contains("<script"), "a <script> element in the page");
+    assert!(!html.contains(evil));
+    let (_, section) = sections(&html)
+        .into_iter()
+        .find(|(_, s)| s.contains(&format!("::{escaped}</span>")))
+        .expect("the case name, escaped, in its section title");
+    assert!(section.contains(&format!("evidence: {escaped}</li>")), "{section}");
+    let svg = &section[section.find("<svg").unwrap()..section.find("</svg>").unwrap()];
+    // The event's tooltip holds the full reason, its lane label the first 22 characters.
+    assert!(svg.contains(&format!("<title>{escaped} (")), "{svg}");
+    assert!(svg.contains(">&lt;script&gt;alert(1)&lt;/scr…</text>"), "{svg}");
+    assert!(section.contains(&format!("pod <code>{escaped}</code>")));
 }
 
 /// Renders the failing run's page in headless chromium and checks a screenshot came out.
@@ -362,4 +403,28 @@ fn screenshot_renders() {
     if let Ok(keep) = std::env::var("PODLIFE_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+/// The two-node fleet run A3 (vm, vm2: one fingerprint group, each undecided where the other
+/// passed): the matrix holds only areas, and the differences are one table headed "vm and vm2
+/// differ" — neither node is labelled the odd one, as two nodes have no majority.
+#[test]
+fn two_nodes_that_differ_are_one_table_not_two_odd_nodes() {
+    let reports = tempfile::tempdir().unwrap();
+    let bundle = "tests/fixtures/live-bundles/A3-my3ur1ih/my3ur1ih.tar.gz";
+    let dir = run(&["--replay".as_ref(), bundle.as_ref()], reports.path(), 1);
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    parse_strict(&html);
+    let fleet = &html[html.find("<section class=\"fleet\">").unwrap()..];
+    let fleet = &fleet[..fleet.find("</section>").unwrap()];
+    let matrix = &fleet[..fleet.find("</table>").unwrap()];
+    assert!(!matrix.contains("kubelet"), "fingerprints are not in the matrix");
+    assert_eq!(matrix.matches("<tr>").count(), 3, "a header and two nodes");
+    assert!(!fleet.contains(">ODD<"), "{fleet}");
+    assert!(fleet.contains("<h3>vm and vm2 differ"), "{fleet}");
+    assert!(!fleet.contains("odd node out"));
+    // One row per difference, a column per node.
+    assert!(fleet.contains("<tr><th>case</th><th>what</th><th>vm</th><th>vm2</th><th>why</th></tr>"));
+    assert!(fleet.contains("<td class=\"case\">restart-policy::restart-never-fail</td><td>status</td><td class=\"v\">undecided</td><td class=\"v\">passed</td>"), "{fleet}");
+    assert!(fleet.contains("<td class=\"case\">status::status-qos-besteffort</td><td>status</td><td class=\"v\">passed</td><td class=\"v\">undecided</td>"), "{fleet}");
 }

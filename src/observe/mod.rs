@@ -2,6 +2,7 @@
 
 pub mod observer;
 pub mod recording;
+pub mod spans;
 pub mod status;
 pub mod timeline;
 
@@ -10,5 +11,6 @@ pub use observer::{
     TRUNCATED_MARKER, Tap, WatchKind, cap_line,
 };
 pub use recording::Recording;
+pub use spans::Span;
 pub use status::{PodRow, WatchLine, pod_row, watch_lines, watch_transcript};
 pub use timeline::*;

@@ -3,7 +3,6 @@
 
 pub mod console;
 pub mod diff;
-pub mod fleet;
 pub mod html;
 pub mod junit;
 
@@ -50,13 +49,6 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> 
         source: std::io::Error::other(e.to_string()),
     };
     mkdir(&dir.join("timelines"))?;
-    // The odd nodes out need the noise-aware comparison of `diff`, which is the reporter's.
-    if summary.fleet.is_some() {
-        let odd = fleet::odd_nodes(summary);
-        if let Some(f) = &mut summary.fleet {
-            f.odd = odd;
-        }
-    }
     for c in &mut summary.cases {
         if let Some(tl) = &c.timeline {
             let rel = timeline_file(&c.suite, &c.case, c.target_node.as_deref());

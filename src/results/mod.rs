@@ -1,6 +1,8 @@
 //! The result model of a run (`RunSummary`, `CaseReport`, `Attempt`): what the runner produces
 //! and the reporters consume, so `run` and `report` never import each other.
 
+pub mod diff;
+pub mod fleet;
 pub mod stats;
 
 use jiff::Timestamp;

@@ -426,10 +426,30 @@ pub struct OddNode {
     /// What differs, one line each: `lifecycle::restart-never-success: failed, the rest of its
     /// group passed` or a timing beyond noise.
     pub differences: Vec<String>,
+    /// The same differences as table rows (absent in summaries written before they existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rows: Vec<OddDifference>,
+}
+
+/// One difference of an odd node from the rest of its group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OddDifference {
+    /// `suite::case`.
+    pub case: String,
+    /// `status`, an expectation (`[5] never`) or a measured timing (`[2] gap a→b`).
+    pub what: String,
+    /// On this node.
+    pub here: String,
+    /// On the rest of its group.
+    pub peers: String,
+    /// The verdict's evidence or the timing's noise, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
 }
 
 /// The fleet view of an `--each-node` run: the node × area matrix, fingerprint groups and the
-/// odd nodes out (filled by the reporter, which owns the noise-aware comparison of `diff`).
+/// odd nodes out (filled by `results::fleet::fill_odd_nodes` once the run's summary is whole).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Fleet {

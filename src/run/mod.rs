@@ -864,7 +864,7 @@ pub fn execute(
     let interrupt = *interrupted_by.lock().expect("interrupt");
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
     let fleet_view = stats::fleet(&cases, &fingerprint);
-    let summary = RunSummary {
+    let mut summary = RunSummary {
         run_id: run_id.clone(),
         started,
         finished: Timestamp::now(),
@@ -886,6 +886,7 @@ pub fn execute(
         fleet: fleet_view,
         cases,
     };
+    crate::results::fleet::fill_odd_nodes(&mut summary);
     let report_dir = opts.reports_dir.join(&run_id);
     RunOutcome {
         // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).

@@ -1,11 +1,11 @@
-//! The odd node out (`odd_nodes`) of an `--each-node` run, and one node's view of a run
+//! The odd node out (`odd_nodes`, `fill_odd_nodes`) of an `--each-node` run, and one node's view of a run
 //! (`node_view`) for `diff --node-a/--node-b`. Both compare with `diff`'s noise-aware rules, so
 //! "differs" means here exactly what "changed beyond noise" means between two runs.
 
 use std::collections::BTreeMap;
 
 use super::diff::{self, Change, DiffOptions};
-use crate::results::stats::{MeasureStats, OddNode};
+use crate::results::stats::{MeasureStats, OddDifference, OddNode};
 use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::util::fmt_secs;
 
@@ -113,7 +113,7 @@ fn odd_in(header: &RunSummary, cases: &[CaseReport], fleet: &crate::results::sta
             let d = diff::diff(&rest, mine, &options(), &Default::default());
             let names: Vec<&str> = g.nodes.iter().filter(|n| *n != node).map(String::as_str).collect();
             let peers_text = format!("the rest of group {} ({})", gi + 1, names.join(", "));
-            let mut differences = vec![];
+            let mut rows = vec![];
             for c in &d.cases {
                 let beyond: Vec<&diff::TimingChange> = c
                     .timing
@@ -125,42 +125,74 @@ fn odd_in(header: &RunSummary, cases: &[CaseReport], fleet: &crate::results::sta
                 if !odd {
                     continue;
                 }
+                let row = |what: String, here: String, there: String, why: String| OddDifference {
+                    case: c.case.clone(),
+                    what,
+                    here,
+                    peers: there,
+                    why,
+                };
                 if c.status_change != Change::Same {
-                    differences.push(format!(
-                        "{}: {} here, {} on {peers_text}",
-                        c.case,
-                        status_word(c.after),
-                        status_word(c.before)
+                    rows.push(row(
+                        "status".into(),
+                        status_word(c.after).into(),
+                        status_word(c.before).into(),
+                        String::new(),
                     ));
                 }
                 for f in &c.verdict_flips {
-                    differences.push(format!(
-                        "{} [{}] {}: {} here, {} on {peers_text}: {}",
-                        c.case, f.index, f.kind, f.after, f.before, f.evidence
+                    rows.push(row(
+                        format!("[{}] {}", f.index, f.kind),
+                        f.after.clone(),
+                        f.before.clone(),
+                        f.evidence.clone(),
                     ));
                 }
                 for t in beyond {
-                    differences.push(format!(
-                        "{} [{}] {}: {} here, {} on {peers_text}: {}",
-                        c.case,
-                        t.index,
-                        t.label,
+                    rows.push(row(
+                        format!("[{}] {}", t.index, t.label),
                         fmt_secs(t.after),
                         fmt_secs(t.before),
-                        t.reason
+                        t.reason.clone(),
                     ));
                 }
             }
+            let differences: Vec<String> = rows.iter().map(|r| line(r, &peers_text)).collect();
             if !differences.is_empty() {
                 out.push(OddNode {
                     node: node.clone(),
                     group: gi,
                     differences,
+                    rows,
                 });
             }
         }
     }
     out
+}
+
+/// A difference as one line of the console and JUnit: `case: failed here, passed on <peers>`,
+/// `case [i] kind: fail here, pass on <peers>: evidence`.
+fn line(r: &OddDifference, peers: &str) -> String {
+    if r.what == "status" {
+        format!("{}: {} here, {} on {peers}", r.case, r.here, r.peers)
+    } else {
+        format!(
+            "{} {}: {} here, {} on {peers}: {}",
+            r.case, r.what, r.here, r.peers, r.why
+        )
+    }
+}
+
+/// Fills the fleet's odd nodes out (`odd_nodes`) into a finished run's summary, before any
+/// reporter reads it.
+pub fn fill_odd_nodes(s: &mut RunSummary) {
+    if s.fleet.is_some() {
+        let odd = odd_nodes(s);
+        if let Some(f) = &mut s.fleet {
+            f.odd = odd;
+        }
+    }
 }
 
 fn status_word(s: Option<CaseStatus>) -> &'static str {
