@@ -104,6 +104,10 @@ pub struct NewInstance {
     pub previous: bool,
 }
 
+/// How many never-seen instances of one container get a gap of their own (see
+/// `lost_instance_logs`).
+const MAX_UNSEEN_INSTANCES: u32 = 1024;
+
 /// Builds a `Timeline` incrementally.
 #[derive(Debug, Default)]
 pub struct Observer {
@@ -236,7 +240,10 @@ impl Observer {
                 .map(|i| i.instance)
                 .collect();
             let top = seen.iter().next_back().copied().unwrap_or(0);
-            for n in (0..top).filter(|n| !seen.contains(n)) {
+            // Bounded: a restartCount is the API's word, and bad input must not make a billion
+            // gaps. The back-off (capped at 5 min) allows a few hundred restarts a day; below
+            // the first 1,024 instances every unseen one gets its gap.
+            for n in (0..top.min(MAX_UNSEEN_INSTANCES)).filter(|n| !seen.contains(n)) {
                 let covered = self.tl.gaps.iter().any(|g| {
                     g.source
                         == EvidenceSource::Logs {
