@@ -371,10 +371,10 @@ fn upstream_mapping_is_honest_and_the_readme_shows_it() {
         (132, 145, 171),
         "the figure counts the table's rows"
     );
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let page = std::fs::read_to_string(root().join("docs/upstream.md")).unwrap();
     assert!(
-        readme.contains(out.trim_end()),
-        "README's upstream table is stale: run `podlife list --upstream`"
+        page.contains(out.trim_end()),
+        "docs/upstream.md's table is stale: run `podlife list --upstream`"
     );
 }
 
