@@ -239,10 +239,8 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
         .replace("      - delete: {gracePeriodSeconds: 7}\n", "      - sleep: 60s\n")
         // Every step must fit in the case timeout (validate checks it).
         .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
-        tx.send(true).unwrap();
-    });
+    // Cancel once the pod exists (its log is being followed): the case is in its 60 s sleep.
+    cancel_when_seen(e.fake.clone(), "/log?", tx);
     let out = run(&e, &o, &body).unwrap();
     assert!(out.summary.interrupted);
     assert_eq!(out.summary.cases[0].status, CaseStatus::Interrupted);
@@ -552,10 +550,8 @@ fn cancel_ends_a_request_that_never_answers() {
     o.request_timeout = Duration::from_secs(600);
     o.api_outage_budget = Duration::from_secs(600);
     o.cancel = Some(rx);
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(1500));
-        tx.send(true).unwrap();
-    });
+    // Cancel once the request that never answers has been sent.
+    cancel_when_seen(e.fake.clone(), "PATCH /api/v1/namespaces/", tx);
     let out = run_bounded(&e, &o, NEVER_SUCCESS, Duration::from_secs(60));
     assert!(out.summary.interrupted);
     assert_eq!(out.summary.interrupted_by.as_deref(), Some("cancel"));
@@ -625,10 +621,8 @@ fn an_interrupted_run_reports_interrupted_and_not_run_cases_not_failures() {
     let body = format!(
         "{slow}\n  - name: restart-never-success\n    manifest: REC/restart-never-success/manifest.yaml\n    expect:\n      - phase: Succeeded\n"
     );
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(2500));
-        tx.send(true).unwrap();
-    });
+    // Cancel once the first case's pod exists (one thread: the second has not started).
+    cancel_when_seen(e.fake.clone(), "/log?", tx);
     let out = run(&e, &o, &body).unwrap();
     let by = |n: &str| out.summary.cases.iter().find(|c| c.case == n).unwrap();
     assert_eq!(by("sigterm-handled").status, CaseStatus::Interrupted);
@@ -1305,4 +1299,22 @@ cases:
         "{:#?}",
         a.verdicts[0]
     );
+}
+
+/// Cancels the run (`tx`) once the fake API server has seen a request containing `needle` — a
+/// condition of the run, not a fixed time, so a loaded machine cannot cancel too early or too
+/// late. Bounded: after 120 s it cancels anyway (the test's own assertions then fail).
+fn cancel_when_seen(
+    fake: std::sync::Arc<std::sync::Mutex<support::fake_api::FakeState>>,
+    needle: &'static str,
+    tx: tokio::sync::watch::Sender<bool>,
+) {
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        while std::time::Instant::now() < deadline && !fake.lock().unwrap().requests.iter().any(|r| r.contains(needle))
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tx.send(true).unwrap();
+    });
 }
