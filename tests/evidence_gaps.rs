@@ -539,3 +539,26 @@ fn instances_that_ran_unseen_during_an_outage_are_undecided_not_absent() {
     assert_eq!(c.outcome, Outcome::Undecided, "{}", c.evidence);
     assert!(c.evidence.contains("never seen"), "{}", c.evidence);
 }
+
+/// Live (2026-12-01, the start of an outage run): instance 0's exit was never written to the
+/// status (Running, then instance 1 Running), so the "second Error" STATUS was instance 2's and
+/// CrashLoopBackOff came before it. The case bounds CrashLoopBackOff by instances, which the
+/// sampling cannot shift: nothing fails on this evidence.
+#[test]
+fn a_skipped_status_does_not_shift_the_crashloop_bounds() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/outage-recordings/status-crashloop@vm2");
+    let tl = Recording::read(&dir).unwrap().timeline();
+    let suites = podlife::suite::load_suites(&[PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("suites")]).unwrap();
+    let case = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.full_name() == "status::status-crashloop")
+        .unwrap();
+    let v = podlife::judge::judge_case(&case.spec, &tl);
+    assert!(v.iter().all(|v| v.outcome != Outcome::Fail), "{v:#?}");
+    let never = v
+        .iter()
+        .find(|v| v.kind == "never" && v.evidence.contains("CrashLoopBackOff"))
+        .unwrap();
+    assert_eq!(never.outcome, Outcome::Pass, "{}", never.evidence);
+}
