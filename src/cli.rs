@@ -236,6 +236,16 @@ pub struct ImagesArgs {
     pub load: Option<Loader>,
 }
 
+impl ImagesArgs {
+    fn selection(&self) -> crate::select::Filter<'_> {
+        crate::select::Filter {
+            filter: self.filter.as_deref(),
+            exact: self.exact,
+            skip: &self.skip,
+        }
+    }
+}
+
 fn parse_image(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
@@ -316,6 +326,16 @@ pub struct ListArgs {
     /// The upstream conformance list (TSV: testname, `pod` or `n/a`, reason).
     #[arg(long, default_value = "suites/upstream-conformance.tsv", value_name = "PATH")]
     pub upstream_list: PathBuf,
+}
+
+impl ListArgs {
+    fn selection(&self) -> crate::select::Filter<'_> {
+        crate::select::Filter {
+            filter: self.filter.as_deref(),
+            exact: self.exact,
+            skip: &self.skip,
+        }
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -405,19 +425,6 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// libtest-style name filtering: substring (or exact) match, minus `--skip` substrings.
-pub fn selected(name: &str, filter: Option<&str>, exact: bool, skip: &[String]) -> bool {
-    let included = match filter {
-        None => true,
-        Some(f) if exact => name == f,
-        Some(f) => name.contains(f),
-    };
-    included
-        && !skip
-            .iter()
-            .any(|s| if exact { name == s } else { name.contains(s.as_str()) })
-}
-
 fn list(args: ListArgs) -> ExitCode {
     let suites = match load_or_report(&args.suites) {
         Ok(s) => s,
@@ -438,7 +445,7 @@ fn list(args: ListArgs) -> ExitCode {
     for s in &suites {
         for c in &s.cases {
             let name = c.full_name();
-            if selected(&name, args.filter.as_deref(), args.exact, &args.skip) {
+            if args.selection().selected(&name) {
                 crate::outln!("{name}: test");
             }
         }
@@ -997,10 +1004,10 @@ fn images_cmd(args: ImagesArgs) -> ExitCode {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let overrides: std::collections::BTreeMap<String, String> = args.images.into_iter().collect();
+    let overrides: std::collections::BTreeMap<String, String> = args.images.iter().cloned().collect();
     let mut all = std::collections::BTreeSet::new();
     for c in suites.iter().flat_map(|s| &s.cases) {
-        if selected(&c.full_name(), args.filter.as_deref(), args.exact, &args.skip) {
+        if args.selection().selected(&c.full_name()) {
             all.extend(c.images_used(&overrides));
         }
     }

@@ -125,7 +125,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     }
     // A filter that selects nothing is a typo, not a green run (nextest refuses it too): say so
     // before anything touches the cluster.
-    if !opts.list && !cases.iter().any(|(_, c)| could_be_selected(&opts, c)) {
+    if !opts.list && !cases.iter().any(|(_, c)| opts.selection().could_select(&c.full_name())) {
         eprintln!(
             "error: no case matches the filter{}{} ({} case{} known; `podlife list` lists them)",
             opts.filter.as_deref().map(|f| format!(" `{f}`")).unwrap_or_default(),
@@ -166,7 +166,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
             // symlink loop, the wrong folder) is an input error, not a run of ignored cases.
             let selected = cases
                 .iter()
-                .filter(|(_, c)| crate::cli::selected(&c.full_name(), opts.filter.as_deref(), opts.exact, &opts.skip))
+                .filter(|(_, c)| opts.selection().selected(&c.full_name()))
                 .collect::<Vec<_>>();
             if !selected.is_empty() && !selected.iter().any(|(_, c)| replayable(dir, c)) {
                 crate::util::print_error(format!(
@@ -262,45 +262,6 @@ fn exit_on_signal_while_publishing(outcome: &RunOutcome) {
     if let Err(e) = spawned {
         eprintln!("warning: signals while the reports are written will not stop podlife: {e}");
     }
-}
-
-/// Whether libtest's filter (`FILTER`, `--exact`, `--skip`) can select this case, before the
-/// nodes of an `--each-node` run are known: a name of a node copy is `suite::case@node`, so a
-/// filter with an `@` selects the case when its part before the `@` ends (or, exact, is) its
-/// name. Case and suite names never contain `@`.
-fn could_be_selected(opts: &RunOptions, case: &LoadedCase) -> bool {
-    let plain = case.full_name();
-    let included = match opts.filter.as_deref() {
-        None => true,
-        Some(f) => match f.rsplit_once('@') {
-            Some((name, _)) if opts.exact => plain == name,
-            Some((name, _)) => plain.ends_with(name),
-            None if opts.exact => plain == f,
-            None => plain.contains(f),
-        },
-    };
-    // A skip names a node copy, or the case itself (then every copy of it).
-    let skipped = opts.skip.iter().any(|s| {
-        !s.contains('@')
-            && if opts.exact {
-                plain == *s
-            } else {
-                plain.contains(s.as_str())
-            }
-    });
-    included && !skipped
-}
-
-/// Whether the filter selects this case (or node copy of it, `name` = `suite::case@node`).
-fn selects(opts: &RunOptions, plain: &str, name: &str) -> bool {
-    let hit = |f: &str| {
-        if opts.exact {
-            name == f || plain == f
-        } else {
-            name.contains(f)
-        }
-    };
-    opts.filter.as_deref().is_none_or(hit) && !opts.skip.iter().any(|s| hit(s))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -626,7 +587,7 @@ pub fn execute(
         let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
         // podlife filters (libtest-mimic is given no filter): a filter naming the case selects
         // each of its node copies, which libtest's own `--exact` would not.
-        if !selects(opts, &case.full_name(), &name) {
+        if !opts.selection().selects(&case.full_name(), &name) {
             continue;
         }
         let runs = !args.is_ignored(&probe);
@@ -1061,7 +1022,7 @@ fn libtest_args(opts: &RunOptions, threads: usize) -> libtest_mimic::Arguments {
     }
 }
 
-/// libtest-mimic's arguments for running trials podlife has already filtered (see `selects`).
+/// libtest-mimic's arguments for running trials podlife has already filtered (see `select::Filter::selects`).
 fn libtest_run_args(opts: &RunOptions, threads: usize) -> libtest_mimic::Arguments {
     libtest_mimic::Arguments {
         filter: None,
@@ -1195,7 +1156,7 @@ fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Resul
         .retries
         .max(u32::try_from(most_tries.saturating_sub(1)).unwrap_or(0));
     for (_, case) in cases {
-        if !could_be_selected(opts, case) {
+        if !opts.selection().could_select(&case.full_name()) {
             continue;
         }
         // The case's folder, and those of its --each-node copies (`…@<node>`).

@@ -53,6 +53,17 @@ pub struct RunOptions {
     pub record: bool,
 }
 
+impl RunOptions {
+    /// The cases the filter (`FILTER`, `--exact`, `--skip`) selects.
+    pub fn selection(&self) -> crate::select::Filter<'_> {
+        crate::select::Filter {
+            filter: self.filter.as_deref(),
+            exact: self.exact,
+            skip: &self.skip,
+        }
+    }
+}
+
 /// Cases in flight per targeted Ready node when `--test-threads` is not given. Measured on the
 /// 2-core reference node (issue 11): 16 concurrent cases ran the 86 built-in cases in 1.05× the
 /// slowest case with no load-induced failure, 4 took 2.84×. Beyond "the others fit beside the
