@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
-use super::{RunOptions, panicked};
+use super::RunOptions;
+use super::trial::panicked;
 use crate::results::{Attempt, CaseReport, CaseStatus};
 use crate::suite::Suite;
 
