@@ -17,7 +17,7 @@ pub use options::{CASES_PER_NODE, RunOptions, default_threads};
 use replay::{cases_of_run, prepare_replay, replayable};
 pub use replay::{is_run_folder, replay_fingerprint};
 pub use schedule::list;
-pub use trial::{RunOutcome, Source, execute};
+pub use trial::{Execution, RunOutcome, Source, execute};
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -112,16 +112,16 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
                 let _g = rt.enter();
                 Interrupts::listen(opts.cancel.clone())
             };
-            execute(
-                &opts,
+            execute(Execution {
+                opts: &opts,
                 cases,
-                Source::Replay(dir.clone()),
-                fp,
+                source: Source::Replay(dir.clone()),
+                fingerprint: fp,
                 run_id,
                 started,
-                &rt,
+                rt: &rt,
                 interrupts,
-            )
+            })
         }
         None => {
             let cluster = match rt.block_on(Cluster::connect(&opts.connect)) {
@@ -279,14 +279,14 @@ pub fn run_live(
             i = interrupts.next() => Err(RunError::Interrupted(i)),
         }
     })?;
-    Ok(execute(
+    Ok(execute(Execution {
         opts,
         cases,
-        Source::Live(cluster.client),
-        fp,
+        source: Source::Live(cluster.client),
+        fingerprint: fp,
         run_id,
         started,
         rt,
         interrupts,
-    ))
+    }))
 }

@@ -80,17 +80,33 @@ pub(super) fn panicked(p: &(dyn std::any::Any + Send), started: Timestamp, t0: s
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-pub fn execute(
-    opts: &RunOptions,
-    cases: Vec<(Suite, LoadedCase)>,
-    source: Source,
-    fingerprint: Fingerprint,
-    run_id: String,
-    started: Timestamp,
-    rt: &tokio::runtime::Runtime,
-    mut interrupts: Interrupts,
-) -> RunOutcome {
+/// What `execute` runs: the cases and where their streams come from, as `run` (a replay) or
+/// `run_live` (after the preflight) decided them.
+pub struct Execution<'a> {
+    pub opts: &'a RunOptions,
+    pub cases: Vec<(Suite, LoadedCase)>,
+    pub source: Source,
+    /// The cluster (or the replayed run's): its nodes are the lanes of an `--each-node` run.
+    pub fingerprint: Fingerprint,
+    pub run_id: String,
+    pub started: Timestamp,
+    pub rt: &'a tokio::runtime::Runtime,
+    /// Listening since before the preflight, so a signal during it is not lost.
+    pub interrupts: Interrupts,
+}
+
+/// Runs every selected case (see `Execution`), sweeps the run's namespaces and sums it all up.
+pub fn execute(ex: Execution<'_>) -> RunOutcome {
+    let Execution {
+        opts,
+        cases,
+        source,
+        fingerprint,
+        run_id,
+        started,
+        rt,
+        mut interrupts,
+    } = ex;
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let env = CaseEnv {
