@@ -8,6 +8,7 @@ use clap::Parser;
 
 mod args;
 mod diff;
+mod images;
 pub use args::*;
 
 use crate::suite::{self, Suite};
@@ -26,7 +27,7 @@ pub fn main() -> ExitCode {
         Command::List(args) => list(args),
         Command::Judge(args) => judge_cmd(args),
         Command::Run(args) => run_cmd(*args),
-        Command::Images(args) => images_cmd(args),
+        Command::Images(args) => images::images_cmd(args),
         Command::Diff(args) => diff::diff_cmd(args),
         Command::Clean(args) => clean_cmd(args),
         Command::Rejudge(args) => rejudge_cmd(args),
@@ -671,27 +672,4 @@ fn clean_cmd(args: CleanArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
-}
-
-fn images_cmd(args: ImagesArgs) -> ExitCode {
-    let suites = match load_or_report(&args.suites) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    let overrides: std::collections::BTreeMap<String, String> = args.images.iter().cloned().collect();
-    let mut all = std::collections::BTreeSet::new();
-    for c in suites.iter().flat_map(|s| &s.cases) {
-        if args.selection().selected(&c.full_name()) {
-            all.extend(c.images_used(&overrides));
-        }
-    }
-    for i in all {
-        match args.load {
-            None => crate::outln!("{i}"),
-            // kind loads from the local docker daemon, so the image is pulled there first.
-            Some(Loader::Kind) => crate::outln!("docker pull {i} && kind load docker-image {i}"),
-            Some(Loader::K3s) => crate::outln!("docker pull {i} && docker save {i} | sudo k3s ctr images import -"),
-        }
-    }
-    ExitCode::SUCCESS
 }
