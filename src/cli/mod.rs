@@ -11,6 +11,7 @@ mod clean;
 mod diff;
 mod images;
 mod judge;
+mod list;
 mod rejudge;
 mod run;
 pub use args::*;
@@ -28,7 +29,7 @@ pub fn main() -> ExitCode {
     };
     match cli.command {
         Command::Validate { paths } => validate(paths),
-        Command::List(args) => list(args),
+        Command::List(args) => list::list(args),
         Command::Judge(args) => judge::judge_cmd(args),
         Command::Run(args) => run::run_cmd(*args),
         Command::Images(args) => images::images_cmd(args),
@@ -102,34 +103,6 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
 
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-fn list(args: ListArgs) -> ExitCode {
-    let suites = match load_or_report(&args.suites) {
-        Ok(s) => s,
-        Err(c) => return c,
-    };
-    if args.upstream {
-        return match suite::upstream::upstream_table(&suites, &args.upstream_list) {
-            Ok(t) => {
-                crate::out!("{t}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                crate::util::print_error(&e);
-                ExitCode::from(2)
-            }
-        };
-    }
-    for s in &suites {
-        for c in &s.cases {
-            let name = c.full_name();
-            if args.selection().selected(&name) {
-                crate::outln!("{name}: test");
-            }
-        }
-    }
-    ExitCode::SUCCESS
 }
 
 /// The JSON Schema of the suite format, pretty-printed.
