@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::CleanArgs;
 
 /// `podlife clean`: 0 when nothing is left (or in a dry run), 1 when a namespace could not be
 /// deleted, 2 when the cluster could not be reached or listed.

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{DiffArgs, DiffFormat};
+use crate::suite;
 
 pub(super) fn diff_cmd(args: DiffArgs) -> ExitCode {
     use crate::report::diff;

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{ImagesArgs, Loader, load_or_report};
 
 pub(super) fn images_cmd(args: ImagesArgs) -> ExitCode {
     let suites = match load_or_report(&args.suites) {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{JudgeArgs, load_or_report, load_timeline};
 
 pub(super) fn judge_cmd(args: JudgeArgs) -> ExitCode {
     let suites = match load_or_report(std::slice::from_ref(&args.suite)) {

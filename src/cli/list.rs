@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{ListArgs, load_or_report};
+use crate::suite;
 
 pub(super) fn list(args: ListArgs) -> ExitCode {
     let suites = match load_or_report(&args.suites) {

@@ -2,7 +2,8 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{RejudgeArgs, load_or_report, run};
+use crate::suite;
 
 /// `rejudge`: replays a finished run's recordings (or judges its timelines) with the current
 /// suites into a new report folder, then shows what changed against the original.

@@ -2,7 +2,9 @@
 
 use std::process::ExitCode;
 
-use super::*;
+use super::{KeepNamespaces, Profile, RunArgs, default_paths, load_or_report, plural};
+use crate::suite;
+use std::path::PathBuf;
 
 pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
     // A bundle is unpacked into a temporary folder that lives (and is removed) with this call.
