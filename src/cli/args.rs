@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::run::defaults;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "podlife",
@@ -73,7 +75,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub include_ignored: bool,
     /// Rerun a failed case up to N times; a pass after a failure is reported flaky.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = defaults::RETRIES)]
     pub retries: u32,
     /// Keep the namespaces of failed cases for debugging (`never` or `on-failure`).
     #[arg(long, value_enum, default_value_t = KeepNamespaces::Never)]
@@ -90,7 +92,7 @@ pub struct RunArgs {
     #[arg(long, overrides_with = "record")]
     pub no_record: bool,
     /// Where reports go: <DIR>/<runid>/.
-    #[arg(long, default_value = "reports", value_name = "DIR")]
+    #[arg(long, default_value = defaults::REPORTS, value_name = "DIR")]
     pub reports: PathBuf,
     /// Also write the JUnit XML here.
     #[arg(long, value_name = "PATH")]
@@ -106,18 +108,18 @@ pub struct RunArgs {
     pub context: Option<String>,
     /// Bound on the whole cleanup of a case namespace (the DELETE request included), and on the
     /// end-of-run sweep.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::CLEANUP_TIMEOUT, value_parser = parse_duration)]
     pub cleanup_timeout: std::time::Duration,
     /// Bound on each API request (create, apply, patch, delete); a server that never answers
     /// cannot hang the run.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::REQUEST_TIMEOUT, value_parser = parse_duration)]
     pub request_timeout: std::time::Duration,
     /// How long the API server may be unavailable (restart, outage, 429/5xx) before cases give up
     /// on it: cases not started yet wait, streams ride through.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::API_OUTAGE_BUDGET, value_parser = parse_duration)]
     pub api_outage_budget: std::time::Duration,
     /// Observation tail after the last step, for late watch events.
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::SETTLE, value_parser = parse_duration)]
     pub settle: std::time::Duration,
     /// Less console output.
     #[arg(long, short)]
@@ -126,7 +128,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub logfile: Option<PathBuf>,
     /// Run every case N times: pass rates and min/median/max of every measured gap.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = defaults::REPEAT, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     /// `certify`: run the selected built-in suites and state per area whether the node conforms.
     #[arg(long, value_enum)]
@@ -159,7 +161,7 @@ pub struct RejudgeArgs {
     #[arg(long = "suites", default_value = "suites")]
     pub suites: Vec<PathBuf>,
     /// Where the re-judged reports go: <DIR>/<new runid>/.
-    #[arg(long, default_value = "reports", value_name = "DIR")]
+    #[arg(long, default_value = defaults::REPORTS, value_name = "DIR")]
     pub reports: PathBuf,
     /// Also write the JUnit XML here.
     #[arg(long, value_name = "PATH")]
@@ -189,10 +191,10 @@ pub struct CleanArgs {
     #[arg(long, short)]
     pub yes: bool,
     /// Bound on the whole deletion, waiting for the namespaces to be gone included.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::CLEANUP_TIMEOUT, value_parser = parse_duration)]
     pub timeout: std::time::Duration,
     /// Bound on each API request.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = defaults::REQUEST_TIMEOUT, value_parser = parse_duration)]
     pub request_timeout: std::time::Duration,
     /// Kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster).
     #[arg(long, value_name = "PATH")]

@@ -130,3 +130,27 @@ pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timelin
     tl.fill_columns();
     Ok(tl)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rejudge` and embedders build on `RunOptions::default()`: it must be `podlife run`
+    /// without flags, as clap parses it.
+    #[test]
+    fn run_options_default_is_what_clap_parses_without_flags() {
+        let Command::Run(args) = Cli::try_parse_from(["podlife", "run"]).expect("parses").command else {
+            panic!("not the run command");
+        };
+        let d = crate::run::RunOptions::default();
+        assert_eq!(args.reports, d.reports_dir);
+        assert_eq!(args.cleanup_timeout, d.cleanup_timeout);
+        assert_eq!(args.request_timeout, d.request_timeout);
+        assert_eq!(args.api_outage_budget, d.api_outage_budget);
+        assert_eq!(args.settle, d.settle);
+        assert_eq!(args.retries, d.retries);
+        assert_eq!(args.repeat, d.repeat);
+        assert_eq!(!args.no_record, d.record);
+        assert_eq!(args.test_threads.map_or(0, |n| n as usize), d.test_threads);
+    }
+}

@@ -63,35 +63,17 @@ pub(super) fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         ));
         return ExitCode::from(2);
     }
+    // A replay sends no request and pins no node: `podlife run`'s defaults for everything else.
     let opts = crate::run::RunOptions {
-        filter: None,
-        exact: false,
-        skip: vec![],
         test_threads: 4,
-        list: false,
-        ignored: false,
-        include_ignored: false,
-        retries: 0,
-        keep_on_failure: false,
         replay: Some(dir.clone()),
         reports_dir: args.reports,
         junit: args.junit.clone(),
-        images: Default::default(),
-        connect: Default::default(),
-        cleanup_timeout: std::time::Duration::from_secs(60),
-        settle: std::time::Duration::from_secs(3),
         quiet: true,
-        logfile: None,
-        cancel: None,
         repeat: original.repeat,
-        certify: false,
         upstream_applicable: suite::upstream::upstream_applicable(&args.suites),
-        target: Default::default(),
-        // Unused by a replay (no request is sent); the run defaults.
-        request_timeout: std::time::Duration::from_secs(30),
-        api_outage_budget: std::time::Duration::from_secs(120),
-        panic_in_case: None,
         record: false,
+        ..crate::run::RunOptions::default()
     };
     let mut outcome = match crate::run::run(opts, suites) {
         Ok(o) => o,

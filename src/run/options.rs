@@ -53,6 +53,54 @@ pub struct RunOptions {
     pub record: bool,
 }
 
+/// `podlife run`'s defaults, written once: clap shows and parses these strings (`--help` says
+/// `[default: 60s]`), and `RunOptions::default()` parses the same ones.
+pub mod defaults {
+    pub const REPORTS: &str = "reports";
+    pub const CLEANUP_TIMEOUT: &str = "60s";
+    pub const REQUEST_TIMEOUT: &str = "30s";
+    pub const API_OUTAGE_BUDGET: &str = "2m";
+    pub const SETTLE: &str = "3s";
+    pub const RETRIES: u32 = 0;
+    pub const REPEAT: u32 = 1;
+}
+
+impl Default for RunOptions {
+    /// `podlife run` without flags (live, recorded, every case, the default concurrency).
+    fn default() -> Self {
+        let duration = |s: &str| humantime::parse_duration(s).expect("the default durations parse");
+        RunOptions {
+            filter: None,
+            exact: false,
+            skip: vec![],
+            test_threads: 0,
+            list: false,
+            ignored: false,
+            include_ignored: false,
+            retries: defaults::RETRIES,
+            keep_on_failure: false,
+            replay: None,
+            reports_dir: PathBuf::from(defaults::REPORTS),
+            junit: None,
+            images: BTreeMap::new(),
+            connect: ConnectOptions::default(),
+            cleanup_timeout: duration(defaults::CLEANUP_TIMEOUT),
+            request_timeout: duration(defaults::REQUEST_TIMEOUT),
+            api_outage_budget: duration(defaults::API_OUTAGE_BUDGET),
+            settle: duration(defaults::SETTLE),
+            quiet: false,
+            logfile: None,
+            cancel: None,
+            repeat: defaults::REPEAT,
+            certify: false,
+            upstream_applicable: vec![],
+            target: Target::default(),
+            panic_in_case: None,
+            record: true,
+        }
+    }
+}
+
 impl RunOptions {
     /// The cases the filter (`FILTER`, `--exact`, `--skip`) selects.
     pub fn selection(&self) -> crate::select::Filter<'_> {
