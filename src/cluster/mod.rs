@@ -18,6 +18,8 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Client, Config};
 use serde::{Deserialize, Serialize};
 
+use crate::util::backoff::Backoff;
+
 /// Label every podlife namespace carries: the run id.
 pub const RUN_LABEL: &str = "podlife.dev/run";
 pub const CASE_LABEL: &str = "podlife.dev/case";
@@ -666,12 +668,6 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// case timeout. `--request-timeout` overrides it.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Pause between tries while the API is unavailable (doubling up to `MAX_RETRY_PAUSE`).
-const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
-/// Longest pause between tries: an apiserver restart takes tens of seconds, so checking every
-/// few seconds notices its return soon enough without flooding it on the way back.
-const MAX_RETRY_PAUSE: Duration = Duration::from_secs(4);
-
 /// The API calls one case makes, counted (watches and log streams separately), each bounded in
 /// time and raced against the run's cancellation.
 #[derive(Clone)]
@@ -778,14 +774,13 @@ impl CaseApi {
         Fut: std::future::Future<Output = Result<T, ClusterError>>,
     {
         let give_up = crate::util::after_tokio(budget);
-        let mut pause = FIRST_RETRY_PAUSE;
+        let mut backoff = Backoff::new();
         loop {
             match attempt().await {
-                Err(e) if e.is_transient() && crate::util::after_tokio(pause) < give_up => {
-                    if self.sleep_or_cancel(pause).await {
+                Err(e) if e.is_transient() && backoff.fits_before(give_up) => {
+                    if self.sleep_or_cancel(backoff.next_pause()).await {
                         return Err(ClusterError::Interrupted);
                     }
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
                 r => return r,
             }
@@ -1245,7 +1240,9 @@ impl CaseApi {
             resource_version: None,
         });
         let what = format!("delete namespace {}", self.namespace);
-        let mut pause = FIRST_RETRY_PAUSE;
+        // One back-off for the DELETE's retries and the wait after it: a wait restarted after
+        // retries does not start over from the shortest pause.
+        let mut backoff = Backoff::new();
         loop {
             match self
                 .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
@@ -1271,11 +1268,10 @@ impl CaseApi {
                     }
                 }
                 Err(e) if e.is_transient() => {
-                    if crate::util::after_tokio(pause) >= deadline {
+                    if !backoff.fits_before(deadline) {
                         return Err(e);
                     }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                    tokio::time::sleep(backoff.next_pause()).await;
                 }
                 Err(e) => return Err(e),
             }
@@ -1293,13 +1289,12 @@ impl CaseApi {
                 Ok(Ok(_)) => return Ok(true),
                 Err(_) => return Ok(false),
                 Ok(Err(_)) => {
-                    if tokio::time::timeout_at(deadline, tokio::time::sleep(pause))
+                    if tokio::time::timeout_at(deadline, tokio::time::sleep(backoff.next_pause()))
                         .await
                         .is_err()
                     {
                         return Ok(false);
                     }
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
             }
         }
