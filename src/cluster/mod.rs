@@ -870,7 +870,9 @@ impl CaseApi {
         let give_up = crate::util::after_tokio(budget);
         let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
         let cm = Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace);
-        let mut pause = Duration::from_millis(50);
+        // Both objects come within milliseconds of the namespace on a healthy cluster: poll soon,
+        // then at most once a second.
+        let mut backoff = Backoff::between(Duration::from_millis(50), Duration::from_secs(1));
         let mut missing = vec![];
         loop {
             missing.clear();
@@ -891,7 +893,7 @@ impl CaseApi {
             if missing.is_empty() {
                 return Ok(());
             }
-            if crate::util::after_tokio(pause) >= give_up {
+            if !backoff.fits_before(give_up) {
                 return Err(ClusterError::Unavailable {
                     what: format!("namespace {}", self.namespace),
                     reason: format!(
@@ -901,10 +903,9 @@ impl CaseApi {
                     ),
                 });
             }
-            if self.sleep_or_cancel(pause).await {
+            if self.sleep_or_cancel(backoff.next_pause()).await {
                 return Err(ClusterError::Interrupted);
             }
-            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
