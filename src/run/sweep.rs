@@ -20,7 +20,7 @@ pub(super) async fn sweep(
     // Listing costs one request and finds a namespace whose create answer never reached us. An
     // API that is away (a restart) is waited for, within the outage budget.
     let give_up = crate::util::after_tokio(outage_budget.max(cleanup_timeout));
-    let mut pause = Duration::from_millis(250);
+    let mut backoff = crate::util::backoff::Backoff::new();
     let list = loop {
         let r = tokio::time::timeout_at(
             give_up.min(crate::util::after_tokio(request_timeout)),
@@ -32,11 +32,10 @@ pub(super) async fn sweep(
             Err(_) => true,
             Ok(Ok(_)) => false,
         };
-        if !transient || crate::util::after_tokio(pause) >= give_up {
+        if !transient || !backoff.fits_before(give_up) {
             break r;
         }
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(Duration::from_secs(4));
+        tokio::time::sleep(backoff.next_pause()).await;
     };
     let mut leftovers = vec![];
     match list {
