@@ -2,13 +2,15 @@
 //! and the reporters consume, so `run` and `report` never import each other.
 
 pub mod diff;
+pub mod fingerprint;
 pub mod fleet;
 pub mod stats;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Fingerprint;
+pub use fingerprint::{Fingerprint, NodeInfo, RuntimeClassInfo};
+
 use crate::judge::{Outcome, Verdict};
 use crate::observe::Timeline;
 
