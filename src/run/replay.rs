@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use jiff::Timestamp;
 
 use super::{RunOptions, case, record};
-use crate::cluster::Fingerprint;
+use crate::results::Fingerprint;
 use crate::results::{Attempt, AttemptStatus, RunSummary};
 use crate::suite::{LoadedCase, Suite};
 
@@ -199,7 +199,7 @@ pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
     fp.server_version = s("/version/serverVersion/gitVersion");
     fp.platform = Some(s("/version/serverVersion/platform"));
     if v.pointer("/node/name").is_some() {
-        fp.nodes.push(crate::cluster::NodeInfo {
+        fp.nodes.push(crate::results::NodeInfo {
             name: s("/node/name"),
             ready: true,
             kubelet_version: s("/node/nodeInfo/kubeletVersion"),

@@ -15,8 +15,8 @@ use super::interrupt::{Interrupt, Interrupts};
 use super::replay::{is_run_folder, replay_attempt, stored_timeline};
 use super::schedule::{LIBTEST_WAITERS, Lanes, libtest_run_args};
 use super::{CASES_PER_NODE, RunOptions, bundle, default_threads, health, record, sweep};
-use crate::cluster::{Fingerprint, NodeInfo};
 use crate::results::{Attempt, AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
+use crate::results::{Fingerprint, NodeInfo};
 use crate::suite::{LoadedCase, Suite};
 
 /// Where cases get their streams from.
