@@ -10,14 +10,8 @@ use std::path::Path;
 
 use crate::results::RunSummary;
 
-/// File name of a case's timeline: `<suite>__<case>.json` (`<suite>__<case>@<node>.json` for
-/// an `--each-node` copy).
-pub fn timeline_file(suite: &str, case: &str, node: Option<&str>) -> String {
-    match node {
-        Some(n) => format!("timelines/{suite}__{case}@{n}.json"),
-        None => format!("timelines/{suite}__{case}.json"),
-    }
-}
+// Defined with the results, which `run` reads back when replaying a run folder.
+pub use crate::results::timeline_file;
 
 /// A report file or folder that could not be written, with its path.
 #[derive(Debug, thiserror::Error)]

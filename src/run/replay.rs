@@ -88,14 +88,9 @@ pub(super) fn replayable(dir: &std::path::Path, case: &LoadedCase) -> bool {
     any_in("recordings", "") || any_in("timelines", ".json")
 }
 
-/// The timeline JSON a run folder holds for a case (the name `report::timeline_file` writes;
-/// `run` never imports `report`).
+/// The timeline JSON a run folder holds for a case (see `results::timeline_file`).
 pub(super) fn stored_timeline(dir: &std::path::Path, case: &LoadedCase, node: Option<&str>) -> PathBuf {
-    let name = match node {
-        Some(n) => format!("{}__{}@{n}.json", case.suite, case.name()),
-        None => format!("{}__{}.json", case.suite, case.name()),
-    };
-    dir.join("timelines").join(name)
+    dir.join(crate::results::timeline_file(&case.suite, case.name(), node))
 }
 
 /// The `suite::case` names a run folder's `summary.json` reports, without the node of an
