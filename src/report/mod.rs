@@ -37,19 +37,18 @@ fn write(p: &Path, contents: impl AsRef<[u8]>) -> Result<(), WriteError> {
 
 /// Writes `summary.json`, `junit.xml`, `index.html` and `timelines/` under `dir` (and the JUnit copy to
 /// `junit`, if given). Returns the paths written, for the console; an error names the path.
-pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> Result<Vec<String>, WriteError> {
+pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &RunSummary) -> Result<Vec<String>, WriteError> {
     let other = |p: &Path, e: &dyn std::fmt::Display| WriteError {
         path: p.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     };
     mkdir(&dir.join("timelines"))?;
-    for c in &mut summary.cases {
-        if let Some(tl) = &c.timeline {
-            let rel = timeline_file(&c.suite, &c.case, c.target_node.as_deref());
-            let path = dir.join(&rel);
+    // Each timeline goes where the run said it would be (`CaseReport::timeline_file`).
+    for c in &summary.cases {
+        if let (Some(tl), Some(rel)) = (&c.timeline, &c.timeline_file) {
+            let path = dir.join(rel);
             let json = serde_json::to_string_pretty(tl).map_err(|e| other(&path, &e))?;
             write(&path, json)?;
-            c.timeline_file = Some(rel);
         }
     }
     let xml = junit::junit_report(summary)
@@ -107,7 +106,7 @@ pub struct PublishOptions<'a> {
 
 /// Writes every report of a finished run and prints its closing lines (report paths, leftovers,
 /// upstream count, certification table, kept namespaces). Returns the report error, if any.
-pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), String> {
+pub fn publish(opts: PublishOptions<'_>, summary: &RunSummary) -> Result<(), String> {
     let dir = opts.dir;
     let mut result = Ok(());
     match write_all(dir, opts.junit, summary) {

@@ -404,6 +404,16 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         }));
     }
     cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
+    // Where each case's timeline is published: part of the results, so the reporters only read.
+    for c in &mut cases {
+        if c.timeline.is_some() {
+            c.timeline_file = Some(crate::results::timeline_file(
+                &c.suite,
+                &c.case,
+                c.target_node.as_deref(),
+            ));
+        }
+    }
     // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
     // sweep checks it again: the run's leftovers are those the sweep finds at the end.
     let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
