@@ -1,5 +1,7 @@
-//! Cluster access (`Cluster`): connect like kubectl, preflight (reachability, version, nodes,
-//! permissions), fingerprint, namespaces, server-side apply of untyped pods, deletes.
+//! Cluster access: the labels podlife puts on what it creates, and `CaseApi`, the bounded,
+//! counted, cancellable requests of one case (namespace create/wait/delete, pod delete). Connecting
+//! and the preflight are in `connect`, applying objects in `apply`, exec in `exec`, errors in
+//! `error`; the fingerprint it fills in belongs to `results`.
 
 mod apply;
 pub mod clean;
