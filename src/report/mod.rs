@@ -106,7 +106,10 @@ pub struct PublishOptions<'a> {
 
 /// Writes every report of a finished run and prints its closing lines (report paths, leftovers,
 /// upstream count, certification table, kept namespaces). Returns the report error, if any.
-pub fn publish(opts: PublishOptions<'_>, summary: &RunSummary) -> Result<(), String> {
+///
+/// It only reads `summary`; the `&mut` stays so its callers (tests/ included) need no change.
+pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), String> {
+    let summary: &RunSummary = summary;
     let dir = opts.dir;
     let mut result = Ok(());
     match write_all(dir, opts.junit, summary) {
