@@ -10,5 +10,6 @@ pub mod observe;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod select;
 pub mod suite;
 pub mod util;

@@ -1,5 +1,7 @@
 //! Small formatting helpers shared by the judge and the reporters (`fmt_secs`).
 
+pub mod backoff;
+
 /// Formats seconds compactly: `4.832s`, `-0.162s`, `14s`, `312ms`.
 pub fn fmt_secs(s: f64) -> String {
     if s.abs() < 1.0 && s != 0.0 {

@@ -1,22 +1,35 @@
-//! Cluster access (`Cluster`): connect like kubectl, preflight (reachability, version, nodes,
-//! permissions), fingerprint, namespaces, server-side apply of untyped pods, deletes.
+//! Cluster access: the labels podlife puts on what it creates, and `CaseApi`, the bounded,
+//! counted, cancellable requests of one case (namespace create/wait/delete, pod delete). Connecting
+//! and the preflight are in `connect`, applying objects in `apply`, exec in `exec`, errors in
+//! `error`; the fingerprint it fills in belongs to `results`.
 
+mod apply;
 pub mod clean;
+mod connect;
+mod error;
+mod exec;
+mod namespaces;
 mod target;
 pub use target::Target;
 
-use std::path::PathBuf;
+pub use connect::{CONNECT_TIMEOUT, Cluster, ConnectOptions, READ_TIMEOUT};
+use error::api_err;
+pub use error::{ClusterError, describe};
+pub use exec::exec_status;
+pub use namespaces::{PodlifeNamespace, namespaces_labelled};
+
+// The fingerprint is part of the results; `cluster` fills it in, under its old paths too.
+pub use crate::results::fingerprint::{Fingerprint, NodeInfo, RuntimeClassInfo};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, ServiceAccount};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::{Client, Config};
-use serde::{Deserialize, Serialize};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use kube::Client;
+use kube::api::{Api, DeleteParams, PostParams};
+
+use crate::util::backoff::Backoff;
 
 /// Label every podlife namespace carries: the run id.
 pub const RUN_LABEL: &str = "podlife.dev/run";
@@ -33,644 +46,10 @@ pub const FIELD_MANAGER: &str = crate::observe::observer::OUR_FIELD_MANAGER;
 /// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
-/// A harness error talking to the cluster (exit code 2 at preflight; a case error later).
-#[derive(Debug, thiserror::Error)]
-pub enum ClusterError {
-    #[error(
-        "no cluster: {tried}: {reason} (to see podlife work without a cluster, use `podlife run --replay tests/fixtures/recordings`)"
-    )]
-    NoConfig { tried: String, reason: String },
-    #[error("cluster unreachable ({tried}): {reason}")]
-    Unreachable { tried: String, reason: String },
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    #[error("no Ready node: {0}")]
-    NoReadyNode(String),
-    #[error("{what}: {reason}")]
-    Api {
-        what: String,
-        reason: String,
-        /// The HTTP status the server answered with, when it answered.
-        code: Option<u16>,
-    },
-    /// The API did not answer, or answered that it cannot right now (429, 5xx): worth a retry.
-    #[error("{what}: {reason}")]
-    Unavailable { what: String, reason: String },
-    /// The run was interrupted while the request was outstanding.
-    #[error("interrupted")]
-    Interrupted,
-}
-
-impl ClusterError {
-    /// Whether trying again later may succeed (the API server is restarting, overloaded or
-    /// unreachable), as opposed to an answer that will not change.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, ClusterError::Unavailable { .. })
-    }
-}
-
-/// One-line description of a kube error (`403 Forbidden: pods is forbidden: ...`).
-pub fn describe(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
-        other => other.to_string().lines().next().unwrap_or_default().to_string(),
-    }
-}
-
-fn api_err(what: impl Into<String>, e: &kube::Error) -> ClusterError {
-    let what = what.into();
-    match e {
-        kube::Error::Api(s) if s.code == 403 => ClusterError::Forbidden(format!("{what}: {}", s.message)),
-        // Throttled or a server-side failure (etcd timeout, apiserver restarting behind a proxy).
-        kube::Error::Api(s) if matches!(s.code, 429 | 500 | 502 | 503 | 504) => ClusterError::Unavailable {
-            what,
-            reason: describe(e),
-        },
-        kube::Error::Api(s) => ClusterError::Api {
-            what,
-            reason: describe(e),
-            code: Some(s.code),
-        },
-        // No answer at all: connection refused or reset, TLS or read timeouts.
-        kube::Error::HyperError(_) | kube::Error::Service(_) => ClusterError::Unavailable {
-            what,
-            reason: describe(e),
-        },
-        _ => ClusterError::Api {
-            what,
-            reason: describe(e),
-            code: None,
-        },
-    }
-}
-
-/// The exit code an exec's final status carries: `Success` is 0, `Failure` with reason
-/// `NonZeroExitCode` carries it as the `ExitCode` cause (the kubelet's streaming server writes
-/// it so); anything else (no status, another failure) is an error, with its message.
-pub fn exec_status(s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>) -> Result<i32, String> {
-    let Some(s) = s else {
-        return Err("the stream ended without an exit status".into());
-    };
-    match s.status.as_deref() {
-        Some("Success") => Ok(0),
-        _ if s.reason.as_deref() == Some("NonZeroExitCode") => s
-            .details
-            .as_ref()
-            .and_then(|d| d.causes.as_ref())
-            .and_then(|c| c.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
-            .and_then(|c| c.message.as_deref())
-            .and_then(|m| m.trim().parse::<i32>().ok())
-            .ok_or_else(|| format!("exit status NonZeroExitCode without a readable code: {:?}", s.message)),
-        other => Err(format!(
-            "exec status {}: {}",
-            other.unwrap_or("(none)"),
-            s.message.as_deref().unwrap_or("(no message)")
-        )),
-    }
-}
-
-/// How to connect: like kubectl.
-#[derive(Clone, Debug, Default)]
-pub struct ConnectOptions {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-}
-
-impl ConnectOptions {
-    /// What we tried, for error messages.
-    pub fn describe(&self) -> String {
-        let file = match &self.kubeconfig {
-            Some(p) => p.display().to_string(),
-            None => std::env::var("KUBECONFIG").unwrap_or_else(|_| "~/.kube/config (or in-cluster)".into()),
-        };
-        match &self.context {
-            Some(c) => format!("kubeconfig {file}, context {c}"),
-            None => format!("kubeconfig {file}, current context"),
-        }
-    }
-}
-
-/// Node facts that identify what is being certified.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct NodeInfo {
-    pub name: String,
-    pub ready: bool,
-    pub kubelet_version: String,
-    pub container_runtime_version: String,
-    pub kernel_version: String,
-    pub os_image: String,
-    pub architecture: String,
-    /// Its `kubernetes.io/hostname` label: what `--each-node` pins pods with (see `fleet_target`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hostname: Option<String>,
-    /// The runtime handlers the kubelet reports (`status.runtimeHandlers`, Kubernetes 1.30+);
-    /// the default handler is reported without a name and listed as `default`. Which binary
-    /// (runc, crun) the default handler runs is not visible through the API.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runtime_handlers: Vec<String>,
-    /// Cordoned (`spec.unschedulable`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unschedulable: bool,
-    /// Taints as `key=value:Effect`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub taints: Vec<String>,
-}
-
-impl NodeInfo {
-    /// Why `--each-node` leaves this node out by default (None: it certifies it): not Ready,
-    /// cordoned, or a NoSchedule/NoExecute taint (podlife's pods tolerate none, so the scheduler
-    /// would never place them there).
-    pub fn left_out_because(&self) -> Option<String> {
-        if !self.ready {
-            return Some("not Ready".into());
-        }
-        if self.unschedulable {
-            return Some("cordoned".into());
-        }
-        let blocking: Vec<&String> = self
-            .taints
-            .iter()
-            .filter(|t| t.ends_with(":NoSchedule") || t.ends_with(":NoExecute"))
-            .collect();
-        if !blocking.is_empty() {
-            let list: Vec<&str> = blocking.iter().map(|t| t.as_str()).collect();
-            return Some(format!("taint {}", list.join(", ")));
-        }
-        None
-    }
-
-    /// The facts that make two nodes run pods the same way: kubelet, runtime and its handlers,
-    /// kernel, OS image, architecture. Nodes with equal keys form a group for the odd node out.
-    pub fn group_key(&self) -> String {
-        format!(
-            "kubelet {} · {} · handlers [{}] · kernel {} · {} · {}",
-            self.kubelet_version,
-            self.container_runtime_version,
-            self.runtime_handlers.join(", "),
-            self.kernel_version,
-            self.os_image,
-            self.architecture
-        )
-    }
-}
-
-/// The cluster fingerprint recorded in every report.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Fingerprint {
-    pub server_version: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub platform: Option<String>,
-    pub nodes: Vec<NodeInfo>,
-    /// Set when the fingerprint comes from recordings, not a live cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<String>,
-    /// The RuntimeClass every pod ran with (`--runtime-class`) and its handler.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub runtime_class: Option<RuntimeClassInfo>,
-    /// How pods were pinned (`--node`, `--node-selector`); `nodes` lists only those targeted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node_target: Option<String>,
-    /// `--each-node`: every case ran once on each node of `nodes`, pinned to it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub each_node: bool,
-}
-
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct RuntimeClassInfo {
-    pub name: String,
-    pub handler: String,
-}
-
-impl Fingerprint {
-    /// `(major, minor)` of the server.
-    pub fn server_minor(&self) -> Option<(u32, u32)> {
-        crate::suite::load::parse_version(&self.server_version)
-    }
-
-    /// Key/value pairs for JUnit properties.
-    pub fn properties(&self) -> Vec<(String, String)> {
-        let mut out = vec![("server.version".to_string(), self.server_version.clone())];
-        if let Some(s) = &self.source {
-            out.push(("source".into(), s.clone()));
-        }
-        if let Some(rc) = &self.runtime_class {
-            out.push(("runtimeClass".into(), rc.name.clone()));
-            out.push(("runtimeClass.handler".into(), rc.handler.clone()));
-        }
-        if let Some(t) = &self.node_target {
-            out.push(("nodeTarget".into(), t.clone()));
-        }
-        for n in &self.nodes {
-            out.extend(n.properties(&format!("node.{}", n.name)));
-        }
-        out
-    }
-}
-
-impl NodeInfo {
-    /// Key/value pairs of this node's fingerprint, keys prefixed with `prefix`.
-    pub fn properties(&self, prefix: &str) -> Vec<(String, String)> {
-        let p = prefix;
-        let mut out = vec![
-            (format!("{p}.kubelet"), self.kubelet_version.clone()),
-            (format!("{p}.runtime"), self.container_runtime_version.clone()),
-        ];
-        if !self.runtime_handlers.is_empty() {
-            out.push((format!("{p}.runtimeHandlers"), self.runtime_handlers.join(",")));
-        }
-        out.extend([
-            (format!("{p}.kernel"), self.kernel_version.clone()),
-            (format!("{p}.osImage"), self.os_image.clone()),
-            (format!("{p}.arch"), self.architecture.clone()),
-        ]);
-        out
-    }
-}
-
-/// A connected cluster.
-#[derive(Clone)]
-pub struct Cluster {
-    pub client: Client,
-    pub tried: String,
-}
-
-impl Cluster {
-    /// Connects like kubectl: `--kubeconfig`, else `KUBECONFIG`/`~/.kube/config`, else in-cluster.
-    /// Reads configuration only: no request is sent.
-    pub async fn connect(opts: &ConnectOptions) -> Result<Cluster, ClusterError> {
-        let tried = opts.describe();
-        let kco = KubeConfigOptions {
-            context: opts.context.clone(),
-            ..Default::default()
-        };
-        let config = match &opts.kubeconfig {
-            Some(path) => {
-                let kc = Kubeconfig::read_from(path).map_err(|e| ClusterError::NoConfig {
-                    tried: tried.clone(),
-                    reason: one_line(&e),
-                })?;
-                Config::from_custom_kubeconfig(kc, &kco)
-                    .await
-                    .map_err(|e| ClusterError::NoConfig {
-                        tried: tried.clone(),
-                        reason: one_line(&e),
-                    })?
-            }
-            None if opts.context.is_some() => {
-                Config::from_kubeconfig(&kco)
-                    .await
-                    .map_err(|e| ClusterError::NoConfig {
-                        tried: tried.clone(),
-                        reason: one_line(&e),
-                    })?
-            }
-            None => Config::infer().await.map_err(|e| ClusterError::NoConfig {
-                tried: tried.clone(),
-                reason: one_line(&e),
-            })?,
-        };
-        let mut config = config;
-        // kube sets no read timeout by default: a server that accepts the connection and never
-        // answers would hang a request forever. Each request is also bounded by podlife itself
-        // (`--request-timeout`); this is the transport's backstop, above the 290 s a watch may
-        // legitimately stay silent before the server ends it.
-        config.connect_timeout = Some(CONNECT_TIMEOUT);
-        config.read_timeout = Some(READ_TIMEOUT);
-        // Count the read timeout from when a request is sent, not from when its pooled
-        // connection went idle.
-        config.reset_reader_on_write = true;
-        let client = Client::try_from(config).map_err(|e| ClusterError::NoConfig {
-            tried: tried.clone(),
-            reason: one_line(&e),
-        })?;
-        Ok(Cluster { client, tried })
-    }
-
-    pub fn from_client(client: Client) -> Self {
-        Cluster {
-            client,
-            tried: "in-process client".into(),
-        }
-    }
-
-    /// Checks the server answers, its version, Ready nodes and every permission a run needs.
-    pub async fn preflight(&self) -> Result<Fingerprint, ClusterError> {
-        let v = self
-            .client
-            .apiserver_version()
-            .await
-            .map_err(|e| ClusterError::Unreachable {
-                tried: self.tried.clone(),
-                reason: describe(&e),
-            })?;
-        let mut fp = Fingerprint {
-            server_version: v.git_version.clone(),
-            platform: Some(v.platform.clone()),
-            nodes: vec![],
-            source: None,
-            ..Fingerprint::default()
-        };
-        let needed: &[(&str, &str, Option<&str>)] = &[
-            ("create", "namespaces", None),
-            ("delete", "namespaces", None),
-            ("list", "namespaces", None),
-            ("watch", "namespaces", None),
-            ("create", "pods", None),
-            ("patch", "pods", None),
-            ("delete", "pods", None),
-            ("watch", "pods", None),
-            ("get", "pods", Some("log")),
-            ("list", "events", None),
-            ("watch", "events", None),
-            // A new namespace is used only once its default ServiceAccount and root CA exist.
-            ("get", "serviceaccounts", None),
-            ("get", "configmaps", None),
-        ];
-        self.check_permissions(needed).await?;
-        match Api::<Node>::all(self.client.clone()).list(&ListParams::default()).await {
-            Ok(list) => {
-                fp.nodes = list.items.iter().map(node_info).collect();
-                fp.nodes.sort_by(|a, b| a.name.cmp(&b.name));
-                if !fp.nodes.iter().any(|n| n.ready) {
-                    let names: Vec<_> = fp.nodes.iter().map(|n| n.name.as_str()).collect();
-                    return Err(ClusterError::NoReadyNode(if names.is_empty() {
-                        "the cluster has no nodes".into()
-                    } else {
-                        format!("none of {} is Ready", names.join(", "))
-                    }));
-                }
-            }
-            // Listing nodes is only for the fingerprint: a least-privilege user may lack it.
-            Err(kube::Error::Api(s)) if s.code == 403 => {
-                eprintln!("warning: may not list nodes; the report's fingerprint will have no node details");
-            }
-            Err(e) => return Err(api_err("list nodes", &e)),
-        }
-        Ok(fp)
-    }
-
-    /// Checks the current user may do each `(verb, resource, subresource)`; the error lists
-    /// everything missing. The preflight checks what every case needs; a run checks what its
-    /// selected cases need beyond that (auxiliary objects) before any case starts.
-    pub async fn check_permissions(&self, needed: &[(&str, &str, Option<&str>)]) -> Result<(), ClusterError> {
-        let mut missing = vec![];
-        for (verb, resource, sub) in needed {
-            if !self.can(verb, resource, *sub).await? {
-                missing.push(match sub {
-                    Some(s) => format!("{verb} {resource}/{s}"),
-                    None => format!("{verb} {resource}"),
-                });
-            }
-        }
-        if !missing.is_empty() {
-            return Err(ClusterError::Forbidden(format!(
-                "the current user may not {} (see manifests/rbac/ for the role podlife needs)",
-                missing.join(", ")
-            )));
-        }
-        Ok(())
-    }
-
-    /// Checks what `--node`, `--node-selector` and `--runtime-class` name exists, narrows the
-    /// fingerprint to the targeted nodes and records the RuntimeClass handler.
-    pub async fn check_target(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
-        if let Some(rc) = &target.runtime_class {
-            let api: Api<k8s_openapi::api::node::v1::RuntimeClass> = Api::all(self.client.clone());
-            match api.get(rc).await {
-                Ok(r) => {
-                    fp.runtime_class = Some(RuntimeClassInfo {
-                        name: rc.clone(),
-                        handler: r.handler,
-                    })
-                }
-                Err(kube::Error::Api(s)) if s.code == 404 => {
-                    return Err(ClusterError::Api {
-                        what: format!("--runtime-class {rc}"),
-                        reason: "no such RuntimeClass".into(),
-                        code: Some(404),
-                    });
-                }
-                Err(e) => return Err(api_err(format!("get runtimeclass {rc}"), &e)),
-            }
-        }
-        if target.each_node {
-            return self.select_fleet(fp, target).await;
-        }
-        if target.node.is_none() && target.node_selector.is_empty() {
-            return Ok(());
-        }
-        let mut lp = ListParams::default();
-        let sel: Vec<String> = target.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        if !sel.is_empty() {
-            lp = lp.labels(&sel.join(","));
-        }
-        if let Some(n) = &target.node {
-            lp = lp.fields(&format!("metadata.name={n}"));
-        }
-        let nodes = Api::<Node>::all(self.client.clone())
-            .list(&lp)
-            .await
-            .map_err(|e| api_err("list nodes", &e))?;
-        let infos: Vec<NodeInfo> = nodes.items.iter().map(node_info).collect();
-        let what = match (&target.node, sel.is_empty()) {
-            (Some(n), true) => format!("node {n}"),
-            (Some(n), false) => format!("node {n} with labels {}", sel.join(",")),
-            (None, _) => format!("nodes with labels {}", sel.join(",")),
-        };
-        if !infos.iter().any(|n| n.ready) {
-            return Err(ClusterError::NoReadyNode(format!("no Ready {what}")));
-        }
-        fp.nodes = infos;
-        fp.node_target = Some(what);
-        Ok(())
-    }
-
-    /// `--each-node`: the nodes to certify, each with its fingerprint. The set is every node
-    /// matching `--node-selector` (all nodes without one) that is Ready, not cordoned and has no
-    /// NoSchedule/NoExecute taint; the fingerprint lists exactly those, and `node_target` says
-    /// which were left out and why.
-    pub async fn select_fleet(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
-        let mut lp = ListParams::default();
-        let sel: Vec<String> = target.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        if !sel.is_empty() {
-            lp = lp.labels(&sel.join(","));
-        }
-        let nodes = Api::<Node>::all(self.client.clone())
-            .list(&lp)
-            .await
-            .map_err(|e| api_err("list nodes (--each-node)", &e))?;
-        let mut infos: Vec<NodeInfo> = nodes.items.iter().map(node_info).collect();
-        infos.sort_by(|a, b| a.name.cmp(&b.name));
-        let (chosen, out): (Vec<NodeInfo>, Vec<NodeInfo>) =
-            infos.into_iter().partition(|n| n.left_out_because().is_none());
-        let among = if sel.is_empty() {
-            "nodes".to_string()
-        } else {
-            format!("nodes with labels {}", sel.join(","))
-        };
-        if chosen.is_empty() {
-            let why: Vec<String> = out
-                .iter()
-                .map(|n| format!("{} ({})", n.name, n.left_out_because().unwrap_or_default()))
-                .collect();
-            return Err(ClusterError::NoReadyNode(if why.is_empty() {
-                format!("--each-node: no {among}")
-            } else {
-                format!("--each-node: no Ready, schedulable {among}: {}", why.join(", "))
-            }));
-        }
-        let mut what = format!("each node: {} Ready, schedulable {among}", chosen.len());
-        if !out.is_empty() {
-            let why: Vec<String> = out
-                .iter()
-                .map(|n| format!("{} ({})", n.name, n.left_out_because().unwrap_or_default()))
-                .collect();
-            what.push_str(&format!("; left out: {}", why.join(", ")));
-        }
-        fp.nodes = chosen;
-        fp.node_target = Some(what);
-        fp.each_node = true;
-        Ok(())
-    }
-
-    async fn can(&self, verb: &str, resource: &str, sub: Option<&str>) -> Result<bool, ClusterError> {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(verb.into()),
-                    resource: Some(resource.into()),
-                    subresource: sub.map(str::to_string),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let api: Api<SelfSubjectAccessReview> = Api::all(self.client.clone());
-        let r = api
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(|e| api_err("create selfsubjectaccessreviews", &e))?;
-        Ok(r.status.is_some_and(|s| s.allowed))
-    }
-}
-
-/// A namespace carrying podlife's labels.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PodlifeNamespace {
-    pub name: String,
-    pub uid: String,
-    pub run: String,
-    pub suite: Option<String>,
-    pub case: Option<String>,
-    pub created: Option<jiff::Timestamp>,
-    /// Being deleted already.
-    pub terminating: bool,
-    /// Its `podlife.dev/in-use-until` annotation (absent on namespaces of older podlife).
-    pub in_use_until: Option<jiff::Timestamp>,
-}
-
-/// Namespaces podlife created (labelled `podlife.dev/run` and managed by podlife), of one run or
-/// of all runs.
-pub async fn namespaces_labelled(client: &Client, run_id: Option<&str>) -> Result<Vec<PodlifeNamespace>, ClusterError> {
-    let sel = match run_id {
-        Some(r) => format!("{RUN_LABEL}={r},{MANAGED_BY}=podlife"),
-        None => format!("{RUN_LABEL},{MANAGED_BY}=podlife"),
-    };
-    let list = Api::<Namespace>::all(client.clone())
-        .list(&ListParams::default().labels(&sel))
-        .await
-        .map_err(|e| api_err("list namespaces", &e))?;
-    let mut out: Vec<PodlifeNamespace> = list
-        .items
-        .into_iter()
-        .filter_map(|n| {
-            let labels = n.metadata.labels.unwrap_or_default();
-            let in_use_until = n
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(IN_USE_UNTIL))
-                .and_then(|t| t.parse().ok());
-            Some(PodlifeNamespace {
-                in_use_until,
-                name: n.metadata.name?,
-                uid: n.metadata.uid?,
-                run: labels.get(RUN_LABEL)?.clone(),
-                suite: labels.get(SUITE_LABEL).cloned(),
-                case: labels.get(CASE_LABEL).cloned(),
-                created: n.metadata.creation_timestamp.map(|t| t.0),
-                terminating: n.metadata.deletion_timestamp.is_some(),
-            })
-        })
-        .collect();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
-}
-
-fn one_line(e: &dyn std::fmt::Display) -> String {
-    e.to_string().lines().next().unwrap_or_default().to_string()
-}
-
-fn node_info(n: &Node) -> NodeInfo {
-    let st = n.status.clone().unwrap_or_default();
-    let info = st.node_info.unwrap_or_default();
-    let ready = st
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    let spec = n.spec.clone().unwrap_or_default();
-    NodeInfo {
-        name: n.metadata.name.clone().unwrap_or_default(),
-        ready,
-        kubelet_version: info.kubelet_version,
-        container_runtime_version: info.container_runtime_version,
-        kernel_version: info.kernel_version,
-        os_image: info.os_image,
-        architecture: info.architecture,
-        hostname: n.metadata.labels.as_ref().and_then(|l| l.get(HOSTNAME_LABEL)).cloned(),
-        runtime_handlers: st
-            .runtime_handlers
-            .iter()
-            .flatten()
-            .map(|h| match h.name.as_deref() {
-                None | Some("") => "default".to_string(),
-                Some(n) => n.to_string(),
-            })
-            .collect(),
-        unschedulable: spec.unschedulable.unwrap_or(false),
-        taints: spec
-            .taints
-            .iter()
-            .flatten()
-            .map(|t| match &t.value {
-                Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
-                _ => format!("{}:{}", t.key, t.effect),
-            })
-            .collect(),
-    }
-}
-
-/// Bound on opening a TCP+TLS connection to the API server.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Bound on silence while reading an answer: above the 290 s the watcher asks the server to
-/// keep a watch open, so only a server that stopped answering trips it.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// How long one ordinary request (create, apply, patch, delete, get) may take by default before
 /// podlife gives up on it: far above a healthy apiserver's latency (milliseconds), well below a
 /// case timeout. `--request-timeout` overrides it.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Pause between tries while the API is unavailable (doubling up to `MAX_RETRY_PAUSE`).
-const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(250);
-/// Longest pause between tries: an apiserver restart takes tens of seconds, so checking every
-/// few seconds notices its return soon enough without flooding it on the way back.
-const MAX_RETRY_PAUSE: Duration = Duration::from_secs(4);
 
 /// The API calls one case makes, counted (watches and log streams separately), each bounded in
 /// time and raced against the run's cancellation.
@@ -778,14 +157,13 @@ impl CaseApi {
         Fut: std::future::Future<Output = Result<T, ClusterError>>,
     {
         let give_up = crate::util::after_tokio(budget);
-        let mut pause = FIRST_RETRY_PAUSE;
+        let mut backoff = Backoff::new();
         loop {
             match attempt().await {
-                Err(e) if e.is_transient() && crate::util::after_tokio(pause) < give_up => {
-                    if self.sleep_or_cancel(pause).await {
+                Err(e) if e.is_transient() && backoff.fits_before(give_up) => {
+                    if self.sleep_or_cancel(backoff.next_pause()).await {
                         return Err(ClusterError::Interrupted);
                     }
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
                 r => return r,
             }
@@ -875,7 +253,9 @@ impl CaseApi {
         let give_up = crate::util::after_tokio(budget);
         let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
         let cm = Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace);
-        let mut pause = Duration::from_millis(50);
+        // Both objects come within milliseconds of the namespace on a healthy cluster: poll soon,
+        // then at most once a second.
+        let mut backoff = Backoff::between(Duration::from_millis(50), Duration::from_secs(1));
         let mut missing = vec![];
         loop {
             missing.clear();
@@ -896,7 +276,7 @@ impl CaseApi {
             if missing.is_empty() {
                 return Ok(());
             }
-            if crate::util::after_tokio(pause) >= give_up {
+            if !backoff.fits_before(give_up) {
                 return Err(ClusterError::Unavailable {
                     what: format!("namespace {}", self.namespace),
                     reason: format!(
@@ -906,10 +286,9 @@ impl CaseApi {
                     ),
                 });
             }
-            if self.sleep_or_cancel(pause).await {
+            if self.sleep_or_cancel(backoff.next_pause()).await {
                 return Err(ClusterError::Interrupted);
             }
-            pause = (pause * 2).min(Duration::from_secs(1));
         }
     }
 
@@ -926,276 +305,6 @@ impl CaseApi {
             Err(e) if e.is_transient() => Ok(false),
             Err(e) => Err(e),
         }
-    }
-
-    /// Server-side apply of the pod as an untyped object, so fields newer than our
-    /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
-    /// unavailable API.
-    pub async fn apply_pod(&self, pod: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
-        self.apply_namespaced("Pod", pod, outage_budget).await
-    }
-
-    /// Server-side apply of an auxiliary object (a core/v1 ConfigMap, Secret or Service, as
-    /// validated by the suite loader) into the case namespace, the same way as the pod: created
-    /// in our namespace only, so deleting the namespace deletes it. Returns its name.
-    pub async fn apply_object(&self, obj: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
-        let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or_default().to_string();
-        self.apply_namespaced(&kind, obj, outage_budget).await
-    }
-
-    async fn apply_namespaced(
-        &self,
-        kind: &str,
-        obj: &serde_json::Value,
-        outage_budget: Duration,
-    ) -> Result<String, ClusterError> {
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_string();
-        let mut obj = obj.clone();
-        // Whatever the manifest says, the object goes into the case namespace.
-        obj["metadata"]["namespace"] = serde_json::Value::String(self.namespace.clone());
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind));
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
-        let what = format!("apply {} {}/{name}", kind.to_lowercase(), self.namespace);
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
-        let patch = Patch::Apply(&obj);
-        self.retrying(outage_budget, || {
-            self.call(&what, None, true, api.patch(&name, &pp, &patch))
-        })
-        .await?;
-        Ok(name)
-    }
-
-    /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name. The same
-    /// patch twice is the same pod, so it is retried while the API is unavailable, within
-    /// `outage_budget`.
-    pub async fn patch_pod(
-        &self,
-        name: &str,
-        patch: &serde_json::Value,
-        outage_budget: Duration,
-    ) -> Result<(), ClusterError> {
-        let what = format!("patch pod {}/{name}", self.namespace);
-        let pods = self.pods();
-        let pp = PatchParams::default();
-        let patch = Patch::Strategic(patch);
-        self.retrying(outage_budget, || {
-            self.call(&what, None, true, pods.patch(name, &pp, &patch))
-        })
-        .await?;
-        Ok(())
-    }
-
-    /// Adds an ephemeral container to the running pod through the `ephemeralcontainers`
-    /// subresource: a strategic merge patch (containers merge by name, as `kubectl debug` sends
-    /// it), or `update`: the subresource read, the container appended, the list replaced (a PUT
-    /// that carries the resourceVersion read, so a concurrent change is a 409, not lost).
-    pub async fn add_ephemeral(
-        &self,
-        name: &str,
-        container: &serde_json::Value,
-        via: crate::suite::EphemeralVia,
-        outage_budget: Duration,
-    ) -> Result<(), ClusterError> {
-        // Retried while the API is unavailable: the patch adds the same container again (no
-        // change), and the update re-reads the list and appends only a container not there yet.
-        self.retrying(outage_budget, || self.add_ephemeral_once(name, container, via))
-            .await
-    }
-
-    async fn add_ephemeral_once(
-        &self,
-        name: &str,
-        container: &serde_json::Value,
-        via: crate::suite::EphemeralVia,
-    ) -> Result<(), ClusterError> {
-        let what = format!("{} pods/ephemeralcontainers {}/{name}", via.as_str(), self.namespace);
-        match via {
-            crate::suite::EphemeralVia::Patch => {
-                let patch = serde_json::json!({"spec": {"ephemeralContainers": [container]}});
-                self.call(
-                    &what,
-                    None,
-                    true,
-                    self.pods().patch_subresource(
-                        "ephemeralcontainers",
-                        name,
-                        &PatchParams::default(),
-                        &Patch::Strategic(&patch),
-                    ),
-                )
-                .await?;
-            }
-            crate::suite::EphemeralVia::Update => {
-                // Untyped, so the containers already there go back exactly as read (the API
-                // refuses any change to an existing ephemeral container, and a field newer than
-                // our k8s-openapi would otherwise be dropped).
-                let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
-                let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
-                let mut pod = self
-                    .call(&what, None, true, api.get_subresource("ephemeralcontainers", name))
-                    .await?;
-                let spec = &mut pod.data["spec"];
-                if !spec.is_object() {
-                    *spec = serde_json::json!({});
-                }
-                let list = &mut spec["ephemeralContainers"];
-                if !list.is_array() {
-                    *list = serde_json::json!([]);
-                }
-                if let Some(l) = list.as_array_mut() {
-                    // An earlier try whose answer was lost may have added it already.
-                    if l.iter().any(|c| c.get("name") == container.get("name")) {
-                        return Ok(());
-                    }
-                    l.push(container.clone());
-                }
-                self.call(
-                    &what,
-                    None,
-                    true,
-                    api.replace_subresource("ephemeralcontainers", name, &PostParams::default(), &pod),
-                )
-                .await?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Deletes an auxiliary object of the case namespace (an `object: {delete}` step; the loader
-    /// lets it name only an object this case created). Retried while the API is unavailable,
-    /// within `outage_budget`: a DELETE sent again finds the object gone (404, done).
-    pub async fn delete_object(&self, kind: &str, name: &str, outage_budget: Duration) -> Result<(), ClusterError> {
-        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind));
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
-        let what = format!("delete {} {}/{name}", kind.to_lowercase(), self.namespace);
-        let dp = DeleteParams::default();
-        match self
-            .retrying(outage_budget, || self.call(&what, None, true, api.delete(name, &dp)))
-            .await
-        {
-            Ok(_) | Err(ClusterError::Api { code: Some(404), .. }) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Runs `command` in a container of the pod through the `exec` subresource (a websocket to
-    /// the API server, which streams from the kubelet), bounded by `timeout`. Never retried: a
-    /// command is not known to be idempotent. Whatever goes wrong (an error status before the
-    /// stream opens, a stream broken before the exit status, no exit status in time) is in the
-    /// result's `error`, with the output received until then; only cancellation is an `Err`.
-    pub async fn exec(
-        &self,
-        pod: &str,
-        container: &str,
-        command: &[String],
-        timeout: Duration,
-    ) -> Result<crate::observe::ExecResult, ClusterError> {
-        use tokio::io::AsyncReadExt;
-        self.count();
-        *self.last_sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(jiff::Timestamp::now());
-        let mut out = crate::observe::ExecResult {
-            container: container.to_string(),
-            command: command.to_vec(),
-            ..Default::default()
-        };
-        let ap = kube::api::AttachParams::default()
-            .container(container)
-            .stdin(false)
-            .stdout(true)
-            .stderr(true);
-        // Output as received, kept when the exec is cut short (it is evidence, not a result).
-        type Buf = Arc<std::sync::Mutex<(Vec<u8>, bool)>>;
-        let (so, se): (Buf, Buf) = (Arc::default(), Arc::default());
-        fn keep(buf: &Buf, bytes: &[u8]) {
-            let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
-            let room = crate::observe::EXEC_OUTPUT_CAP.saturating_sub(b.0.len());
-            if bytes.len() > room {
-                b.1 = true;
-            }
-            b.0.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        }
-        async fn drain(r: &mut Option<impl tokio::io::AsyncRead + Unpin>, buf: &Buf) {
-            let Some(r) = r else { return };
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = r.read(&mut chunk).await {
-                keep(buf, &chunk[..n]);
-            }
-        }
-        // What is still buffered once the stream's task has ended. A task that ended in an error
-        // drops its writers without closing them, so a read would wait forever: only what is
-        // ready is read.
-        fn rest(r: &mut Option<impl tokio::io::AsyncRead + Unpin>, buf: &Buf) {
-            use futures::FutureExt;
-            let Some(r) = r else { return };
-            let mut chunk = [0u8; 4096];
-            while let Some(Ok(n @ 1..)) = r.read(&mut chunk).now_or_never() {
-                keep(buf, &chunk[..n]);
-            }
-        }
-        let pods = self.pods();
-        let run = async {
-            let mut p = pods.exec(pod, command.to_vec(), &ap).await.map_err(|e| describe(&e))?;
-            let status = p.take_status();
-            let (mut out_r, mut err_r) = (p.stdout(), p.stderr());
-            // Output is read while waiting for the exit status, which ends the exec; the status
-            // future also ends (empty) when the stream ends without one.
-            let status = {
-                let reading = async {
-                    tokio::join!(drain(&mut out_r, &so), drain(&mut err_r, &se));
-                    std::future::pending::<()>().await
-                };
-                tokio::select! {
-                    s = async { match status { Some(s) => s.await, None => None } } => s,
-                    _ = reading => None,
-                }
-            };
-            let joined = p.join().await;
-            rest(&mut out_r, &so);
-            rest(&mut err_r, &se);
-            Ok::<_, String>((status, joined))
-        };
-        let mut cancel = self.cancel.clone();
-        let cancelled = async {
-            match cancel.as_mut() {
-                Some(rx) => {
-                    let _ = rx.wait_for(|v| *v).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        let r = tokio::select! {
-            r = tokio::time::timeout(timeout, run) => r,
-            _ = cancelled => return Err(ClusterError::Interrupted),
-        };
-        out.error = match r {
-            Err(_) => Some(format!(
-                "no exit status within {} (the step's timeout)",
-                crate::util::fmt_secs(timeout.as_secs_f64())
-            )),
-            Ok(Err(e)) => Some(e),
-            Ok(Ok((status, joined))) => match exec_status(status.as_ref()) {
-                Ok(code) => {
-                    out.exit_code = Some(code);
-                    // The status arrived; a stream error after it loses nothing judged.
-                    let _ = joined;
-                    None
-                }
-                Err(why) => Some(match joined {
-                    Err(e) => format!("the stream broke: {e}"),
-                    Ok(()) => why,
-                }),
-            },
-        };
-        for (buf, text) in [(&so, &mut out.stdout), (&se, &mut out.stderr)] {
-            let b = buf.lock().unwrap_or_else(|p| p.into_inner());
-            *text = String::from_utf8_lossy(&b.0).into_owned();
-            out.truncated |= b.1;
-        }
-        Ok(out)
     }
 
     /// Deletes the pod, optionally overriding the grace period. Retried while the API is
@@ -1245,7 +354,9 @@ impl CaseApi {
             resource_version: None,
         });
         let what = format!("delete namespace {}", self.namespace);
-        let mut pause = FIRST_RETRY_PAUSE;
+        // One back-off for the DELETE's retries and the wait after it: a wait restarted after
+        // retries does not start over from the shortest pause.
+        let mut backoff = Backoff::new();
         loop {
             match self
                 .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
@@ -1271,11 +382,10 @@ impl CaseApi {
                     }
                 }
                 Err(e) if e.is_transient() => {
-                    if crate::util::after_tokio(pause) >= deadline {
+                    if !backoff.fits_before(deadline) {
                         return Err(e);
                     }
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
+                    tokio::time::sleep(backoff.next_pause()).await;
                 }
                 Err(e) => return Err(e),
             }
@@ -1293,13 +403,12 @@ impl CaseApi {
                 Ok(Ok(_)) => return Ok(true),
                 Err(_) => return Ok(false),
                 Ok(Err(_)) => {
-                    if tokio::time::timeout_at(deadline, tokio::time::sleep(pause))
+                    if tokio::time::timeout_at(deadline, tokio::time::sleep(backoff.next_pause()))
                         .await
                         .is_err()
                     {
                         return Ok(false);
                     }
-                    pause = (pause * 2).min(MAX_RETRY_PAUSE);
                 }
             }
         }

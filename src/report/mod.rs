@@ -10,14 +10,8 @@ use std::path::Path;
 
 use crate::results::RunSummary;
 
-/// File name of a case's timeline: `<suite>__<case>.json` (`<suite>__<case>@<node>.json` for
-/// an `--each-node` copy).
-pub fn timeline_file(suite: &str, case: &str, node: Option<&str>) -> String {
-    match node {
-        Some(n) => format!("timelines/{suite}__{case}@{n}.json"),
-        None => format!("timelines/{suite}__{case}.json"),
-    }
-}
+// Defined with the results, which `run` reads back when replaying a run folder.
+pub use crate::results::timeline_file;
 
 /// A report file or folder that could not be written, with its path.
 #[derive(Debug, thiserror::Error)]
@@ -43,19 +37,18 @@ fn write(p: &Path, contents: impl AsRef<[u8]>) -> Result<(), WriteError> {
 
 /// Writes `summary.json`, `junit.xml`, `index.html` and `timelines/` under `dir` (and the JUnit copy to
 /// `junit`, if given). Returns the paths written, for the console; an error names the path.
-pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &mut RunSummary) -> Result<Vec<String>, WriteError> {
+pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &RunSummary) -> Result<Vec<String>, WriteError> {
     let other = |p: &Path, e: &dyn std::fmt::Display| WriteError {
         path: p.to_path_buf(),
         source: std::io::Error::other(e.to_string()),
     };
     mkdir(&dir.join("timelines"))?;
-    for c in &mut summary.cases {
-        if let Some(tl) = &c.timeline {
-            let rel = timeline_file(&c.suite, &c.case, c.target_node.as_deref());
-            let path = dir.join(&rel);
+    // Each timeline goes where the run said it would be (`CaseReport::timeline_file`).
+    for c in &summary.cases {
+        if let (Some(tl), Some(rel)) = (&c.timeline, &c.timeline_file) {
+            let path = dir.join(rel);
             let json = serde_json::to_string_pretty(tl).map_err(|e| other(&path, &e))?;
             write(&path, json)?;
-            c.timeline_file = Some(rel);
         }
     }
     let xml = junit::junit_report(summary)
@@ -113,7 +106,10 @@ pub struct PublishOptions<'a> {
 
 /// Writes every report of a finished run and prints its closing lines (report paths, leftovers,
 /// upstream count, certification table, kept namespaces). Returns the report error, if any.
+///
+/// It only reads `summary`; the `&mut` stays so its callers (tests/ included) need no change.
 pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), String> {
+    let summary: &RunSummary = summary;
     let dir = opts.dir;
     let mut result = Ok(());
     match write_all(dir, opts.junit, summary) {

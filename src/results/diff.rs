@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Fingerprint;
 use crate::judge::measure::{MeasureInfo, Noise};
+use crate::results::Fingerprint;
 use crate::results::stats::MeasureStats;
 use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::util::fmt_secs;

@@ -2,15 +2,27 @@
 //! and the reporters consume, so `run` and `report` never import each other.
 
 pub mod diff;
+pub mod fingerprint;
 pub mod fleet;
 pub mod stats;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Fingerprint;
+pub use fingerprint::{Fingerprint, NodeInfo, RuntimeClassInfo};
+
 use crate::judge::{Outcome, Verdict};
 use crate::observe::Timeline;
+
+/// Where a run folder keeps a case's timeline, relative to the folder:
+/// `timelines/<suite>__<case>.json` (`<suite>__<case>@<node>.json` for an `--each-node` copy).
+/// The reporters write it there and replays read it back.
+pub fn timeline_file(suite: &str, case: &str, node: Option<&str>) -> String {
+    match node {
+        Some(n) => format!("timelines/{suite}__{case}@{n}.json"),
+        None => format!("timelines/{suite}__{case}.json"),
+    }
+}
 
 /// How one attempt of a case ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

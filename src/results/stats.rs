@@ -399,7 +399,7 @@ pub fn upstream(cases: &[CaseReport], applicable: &[String]) -> Option<UpstreamR
 #[serde(rename_all = "camelCase")]
 pub struct NodeCertification {
     pub node: String,
-    pub fingerprint: crate::cluster::NodeInfo,
+    pub fingerprint: crate::results::NodeInfo,
     /// Index into `Fleet::groups`.
     pub group: usize,
     /// Per-area verdicts of the cases that ran on this node (every area of the run, in the same
@@ -461,7 +461,7 @@ pub struct Fleet {
 
 /// The node × area matrix of an `--each-node` run (None for other runs). Every node gets a
 /// cell for every area of the run: an area whose cases all were skipped on a node says so.
-pub fn fleet(cases: &[CaseReport], fp: &crate::cluster::Fingerprint) -> Option<Fleet> {
+pub fn fleet(cases: &[CaseReport], fp: &crate::results::Fingerprint) -> Option<Fleet> {
     if !fp.each_node {
         return None;
     }

@@ -524,7 +524,7 @@ pub fn write_run_files(
     run_id: &str,
     retries: u32,
     repeat: u32,
-    fingerprint: &crate::cluster::Fingerprint,
+    fingerprint: &crate::results::Fingerprint,
 ) -> std::io::Result<()> {
     std::fs::create_dir_all(root)?;
     let run = json!({

@@ -25,15 +25,12 @@ use tokio::time::Instant;
 use crate::observe::{
     EvidenceSource, Gap, GapClock, Input, MAX_LOG_LINE_BYTES, NewInstance, TRUNCATED_MARKER, WatchKind, cap_line,
 };
+use crate::util::backoff::Backoff;
 
 /// Capacity of the channel from the streams to the observer: a chatty container waits for the
 /// observer instead of filling memory.
 pub const CHANNEL_CAPACITY: usize = 4096;
 
-/// First pause after a failure; doubles up to `MAX_PAUSE`.
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
-/// Longest pause between tries: an API server that comes back is noticed within this.
-const MAX_PAUSE: Duration = Duration::from_secs(4);
 /// Server-side watch timeout: the API server ends the watch cleanly after this (and the
 /// client's 300 s read timeout catches a stream that went silent without ending).
 const WATCH_TIMEOUT_SECS: u32 = 290;
@@ -64,13 +61,14 @@ pub struct Known {
     pub gone: bool,
 }
 
-/// Retry bookkeeping of one source: when it went down, why, and the next pause.
+/// Retry bookkeeping of one source: when it went down, why, and the next pause (an API server
+/// that comes back is noticed within `Backoff::MAX`).
 struct Outage {
     source: EvidenceSource,
     budget: Duration,
     since: Option<Instant>,
     reason: String,
-    pause: Duration,
+    backoff: Backoff,
 }
 
 impl Outage {
@@ -80,7 +78,7 @@ impl Outage {
             budget,
             since: None,
             reason: String::new(),
-            pause: FIRST_PAUSE,
+            backoff: Backoff::new(),
         }
     }
 
@@ -92,14 +90,13 @@ impl Outage {
         if since.elapsed() >= self.budget {
             return None;
         }
-        let pause = retry_after.map_or(self.pause, |r| r.max(self.pause)).min(self.budget);
-        self.pause = (self.pause * 2).min(MAX_PAUSE);
-        Some(pause)
+        let pause = self.backoff.next_pause();
+        Some(retry_after.map_or(pause, |r| r.max(pause)).min(self.budget))
     }
 
     fn up(&mut self) {
         self.since = None;
-        self.pause = FIRST_PAUSE;
+        self.backoff.reset();
     }
 
     fn lost(&self) -> StreamMsg {

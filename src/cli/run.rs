@@ -1,0 +1,237 @@
+//! `podlife run`: flags checked before anything touches the cluster, the run, then its reports and bundle.
+
+use std::process::ExitCode;
+
+use super::{KeepNamespaces, Profile, RunArgs, default_paths, load_or_report, plural};
+use crate::suite;
+use std::path::PathBuf;
+
+pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
+    // A bundle is unpacked into a temporary folder that lives (and is removed) with this call.
+    let extracted = match args.replay.as_deref().map(crate::run::bundle::open) {
+        Some(Ok(x)) => x,
+        Some(Err(e)) => {
+            crate::util::print_error(format!("--replay {e}"));
+            return ExitCode::from(e.exit_code());
+        }
+        None => None,
+    };
+    if let Some(x) = &extracted {
+        args.replay = Some(x.dir.clone());
+    }
+    // Reproducing a run means judging with the suites it ran, when it kept them whole. Bundles
+    // written before podlife copied `objects:` manifests hold suites that no longer load: those
+    // replay with the project's suites, as `rejudge` does, and say so.
+    let own = match &args.replay {
+        Some(dir) if args.suites.is_empty() && crate::run::is_run_folder(dir) && dir.join("suites").is_dir() => {
+            match suite::load_suites(&[dir.join("suites")]) {
+                Ok(s) => {
+                    eprintln!("replaying with the run's own suites (as the run had them)");
+                    args.suites = vec![dir.join("suites")];
+                    Some(s)
+                }
+                Err(errors) => {
+                    eprintln!(
+                        "warning: the run's own suites do not load ({} problem{}, first: {}); replaying with the suites in {}",
+                        errors.len(),
+                        plural(errors.len()),
+                        crate::util::printable(&errors.first().map(|e| e.to_string()).unwrap_or_default()),
+                        PathBuf::from("suites").display()
+                    );
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let suites = match own {
+        Some(s) => s,
+        None => {
+            args.suites = default_paths(std::mem::take(&mut args.suites));
+            match load_or_report(&args.suites) {
+                Ok(s) => s,
+                Err(c) => return c,
+            }
+        }
+    };
+    let known: std::collections::BTreeSet<&String> = suites
+        .iter()
+        .flat_map(|s| s.cases.iter().flat_map(|c| c.images.keys()))
+        .collect();
+    for (k, _) in &args.images {
+        if !known.contains(k) {
+            let names: Vec<_> = known.iter().map(|s| s.as_str()).collect();
+            eprintln!(
+                "error: --image {k}=...: no suite uses an image named `{k}` (known: {})",
+                names.join(", ")
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let opts = crate::run::RunOptions {
+        filter: args.filter,
+        exact: args.exact,
+        skip: args.skip,
+        test_threads: args.test_threads.map_or(0, |n| n as usize),
+        list: args.list,
+        ignored: args.ignored,
+        include_ignored: args.include_ignored,
+        retries: args.retries,
+        keep_on_failure: args.keep_namespaces == KeepNamespaces::OnFailure,
+        replay: args.replay,
+        reports_dir: args.reports,
+        junit: args.junit,
+        images: args.images.into_iter().collect(),
+        connect: crate::cluster::ConnectOptions {
+            kubeconfig: args.kubeconfig,
+            context: args.context,
+        },
+        cleanup_timeout: args.cleanup_timeout,
+        request_timeout: args.request_timeout,
+        api_outage_budget: args.api_outage_budget,
+        settle: args.settle,
+        quiet: args.quiet,
+        logfile: args.logfile,
+        cancel: None,
+        repeat: args.repeat,
+        certify: args.profile == Some(Profile::Certify),
+        upstream_applicable: suite::upstream::upstream_applicable(&args.suites),
+        target: crate::cluster::Target {
+            node: args.node,
+            node_selector: args.node_selector.into_iter().collect(),
+            runtime_class: args.runtime_class,
+            each_node: args.each_node,
+        },
+        panic_in_case: None,
+        record: !args.no_record,
+    };
+    // libtest-mimic panics on a logfile it cannot create: check it here and say so instead.
+    if let Some(p) = &opts.logfile {
+        let created = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| std::fs::File::create(p).map(|_| ()));
+        if let Err(e) = created {
+            eprintln!("error: --logfile {}: {e}", p.display());
+            return ExitCode::from(2);
+        }
+    }
+    if opts.replay.is_some() && !opts.target.is_empty() {
+        eprintln!(
+            "error: --node, --node-selector, --runtime-class and --each-node pin pods on a live cluster; they do not apply to --replay (a replayed --each-node run replays each node)"
+        );
+        return ExitCode::from(2);
+    }
+    if opts.certify && (opts.filter.is_some() || !opts.skip.is_empty()) {
+        eprintln!("warning: --profile certify with a filter certifies only the selected cases");
+    }
+    if opts.list {
+        return crate::run::list(&opts, &suites);
+    }
+    // A run whose reports cannot be written certifies nothing anyone can read: find out before
+    // touching the cluster, not after a 20-minute run.
+    if let Err(e) = check_writable(&opts.reports_dir, opts.junit.as_deref()) {
+        crate::util::print_error(&e);
+        return ExitCode::from(2);
+    }
+    let (junit, quiet, certify) = (opts.junit.clone(), opts.quiet, opts.certify);
+    let bundle = opts.record && opts.replay.is_none();
+    let mut outcome = match crate::run::run(opts, suites) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    relabel_summary(&mut outcome.summary);
+    // Test seam (tests/faults_cli.rs): hold the publishing window open so a signal can be sent
+    // into it deterministically. Unset, it costs nothing.
+    if let Some(ms) = std::env::var("PODLIFE_TEST_PUBLISH_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+    let published = crate::report::publish(
+        crate::report::PublishOptions {
+            dir: &outcome.report_dir,
+            junit: junit.as_deref(),
+            quiet,
+            certify,
+        },
+        &mut outcome.summary,
+    );
+    if bundle && published.is_ok() {
+        write_bundle(&outcome.report_dir, quiet);
+    }
+    drop(extracted);
+    match published {
+        // A run whose reports are missing has certified nothing anyone can read (the error,
+        // naming the path, is printed already).
+        Err(_) => ExitCode::from(2),
+        Ok(()) => outcome.exit_code(),
+    }
+}
+
+/// Names a bundle's members as `<bundle>:<member>` wherever a replayed run's summary would
+/// name the temporary folder it was unpacked into (gone once podlife ends).
+pub(super) fn relabel_summary(s: &mut crate::results::RunSummary) {
+    let fix = |t: &mut String| {
+        if let std::borrow::Cow::Owned(n) = crate::util::relabel(t) {
+            *t = n;
+        }
+    };
+    if let Some(src) = s.fingerprint.source.as_mut() {
+        fix(src);
+    }
+    for c in &mut s.cases {
+        fix(&mut c.suite_file);
+        c.ignore_reason.iter_mut().for_each(fix);
+        c.timeline.iter_mut().for_each(|t| fix(&mut t.source));
+        for a in &mut c.attempts {
+            a.error.iter_mut().for_each(fix);
+            a.timeline.iter_mut().for_each(|t| fix(&mut t.source));
+            a.verdicts.iter_mut().for_each(|v| fix(&mut v.evidence));
+        }
+    }
+    // The odd nodes out quote verdicts' evidence (computed by the run, before this).
+    for o in s.fleet.iter_mut().flat_map(|f| &mut f.odd) {
+        o.differences.iter_mut().for_each(fix);
+        o.rows.iter_mut().for_each(|r| fix(&mut r.why));
+    }
+}
+
+/// The shareable archive of a recorded run; a failure to write it is a warning (the run folder
+/// holds the same files).
+fn write_bundle(run_dir: &std::path::Path, quiet: bool) {
+    match crate::run::bundle::write(run_dir) {
+        Ok(p) if !quiet => crate::outln!("bundle: {} (replay: podlife run --replay {0})", p.display()),
+        Ok(_) => {}
+        Err(e) => eprintln!("warning: writing the bundle of {}: {e}", run_dir.display()),
+    }
+}
+
+/// Checks the report folder can be created and the `--junit` file opened for writing (without
+/// truncating an existing one). The error names the path.
+fn check_writable(reports: &std::path::Path, junit: Option<&std::path::Path>) -> Result<(), String> {
+    std::fs::create_dir_all(reports).map_err(|e| format!("--reports {}: cannot create: {e}", reports.display()))?;
+    let probe = reports.join(format!(".podlife-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| format!("--reports {}: cannot write: {e}", reports.display()))?;
+    if let Some(p) = junit {
+        if let Some(parent) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("--junit {}: cannot create {}: {e}", p.display(), parent.display()))?;
+        }
+        let existed = p.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .map_err(|e| format!("--junit {}: cannot write: {e}", p.display()))?;
+        // An empty file would read as a broken JUnit report if the run stops before writing it.
+        if !existed {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The end-of-run sweep: after every case, the run's namespaces that no case cleaned up are
+//! found (registry and label) and deleted, so nothing the run created outlives it unsaid.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// The end-of-run sweep: deletes (UID-checked) every namespace of this run that no case cleaned
+/// up, all at once and within one `cleanup_timeout`. Returns the leftovers.
+pub(super) async fn sweep(
+    client: kube::Client,
+    run_id: &str,
+    registered: BTreeMap<String, String>,
+    handled: &BTreeSet<String>,
+    cleanup_timeout: Duration,
+    request_timeout: Duration,
+    outage_budget: Duration,
+) -> Vec<String> {
+    let deadline = crate::util::after_tokio(cleanup_timeout);
+    let mut todo = registered;
+    // Listing costs one request and finds a namespace whose create answer never reached us. An
+    // API that is away (a restart) is waited for, within the outage budget.
+    let give_up = crate::util::after_tokio(outage_budget.max(cleanup_timeout));
+    let mut backoff = crate::util::backoff::Backoff::new();
+    let list = loop {
+        let r = tokio::time::timeout_at(
+            give_up.min(crate::util::after_tokio(request_timeout)),
+            crate::cluster::namespaces_labelled(&client, Some(run_id)),
+        )
+        .await;
+        let transient = match &r {
+            Ok(Err(e)) => e.is_transient(),
+            Err(_) => true,
+            Ok(Ok(_)) => false,
+        };
+        if !transient || !backoff.fits_before(give_up) {
+            break r;
+        }
+        tokio::time::sleep(backoff.next_pause()).await;
+    };
+    let mut leftovers = vec![];
+    match list {
+        Ok(Ok(found)) => {
+            for n in found {
+                if !handled.contains(&n.name) && !todo.contains_key(&n.name) {
+                    todo.insert(n.name, n.uid);
+                }
+            }
+        }
+        // Without the list, the registry is all we know: say so only if something may be lost.
+        Ok(Err(e)) => leftovers.push(format!(
+            "could not list this run's namespaces to check for leftovers: {e}"
+        )),
+        Err(_) => leftovers.push("could not list this run's namespaces to check for leftovers: no answer".into()),
+    }
+    let deletes = todo.into_iter().map(|(ns, uid)| {
+        let api = crate::cluster::CaseApi::new(client.clone(), &ns).bounded(request_timeout, None);
+        async move {
+            let left = tokio::time::Instant::now();
+            let wait = deadline.saturating_duration_since(left);
+            match api.delete_namespace(&uid, wait, outage_budget).await {
+                Ok(true) => None,
+                Ok(false) => Some(format!("namespace {ns} still terminating")),
+                Err(e) => Some(format!("namespace {ns}: {e}")),
+            }
+        }
+    });
+    leftovers.extend(futures::future::join_all(deletes).await.into_iter().flatten());
+    leftovers
+}

@@ -1,0 +1,627 @@
+//! Executing the cases (`execute`): one libtest-mimic trial per case (per node with
+//! `--each-node`), each running its repetitions and retries (`run_trial`), then the sweep and the
+//! run's summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::case::{self, CaseEnv};
+use super::interrupt::{Interrupt, Interrupts};
+use super::replay::{is_run_folder, replay_attempt, stored_timeline};
+use super::schedule::{LIBTEST_WAITERS, Lanes, libtest_run_args};
+use super::{CASES_PER_NODE, RunOptions, bundle, default_threads, health, record, sweep};
+use crate::results::{Attempt, AttemptStatus, CaseReport, CaseStatus, RunSummary, failure_message, stats};
+use crate::results::{Fingerprint, NodeInfo};
+use crate::suite::{LoadedCase, Suite};
+
+/// Where cases get their streams from.
+pub enum Source {
+    Live(kube::Client),
+    Replay(PathBuf),
+}
+
+/// What `execute` produced.
+pub struct RunOutcome {
+    pub summary: RunSummary,
+    pub report_dir: PathBuf,
+    pub any_failed: bool,
+    /// What interrupted the run, if anything.
+    pub interrupt: Option<Interrupt>,
+    /// The filter selected no case once the nodes were known (`x@node` naming no node): a usage
+    /// error, exit 2.
+    pub nothing_selected: bool,
+}
+
+impl RunOutcome {
+    /// 130/143/129 when interrupted (Ctrl-C, SIGTERM, SIGHUP), 1 when a case failed, stayed
+    /// undecided or errored, or a namespace was left behind, else 0.
+    pub fn exit_code(&self) -> ExitCode {
+        if let Some(i) = self.interrupt {
+            ExitCode::from(i.exit_code)
+        } else if self.nothing_selected {
+            ExitCode::from(2)
+        } else if self.summary.interrupted {
+            ExitCode::from(130)
+        } else if self.any_failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// An attempt that ended in a panic of podlife itself: a harness error, never a verdict.
+pub(super) fn panicked(p: &(dyn std::any::Any + Send), started: Timestamp, t0: std::time::Instant) -> Attempt {
+    Attempt {
+        status: AttemptStatus::Error,
+        verdicts: vec![],
+        error: Some(format!(
+            "podlife panicked (a bug in podlife, please report it): {}",
+            panic_message(p)
+        )),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Default::default(),
+        timeline: None,
+    }
+}
+
+/// What `execute` runs: the cases and where their streams come from, as `run` (a replay) or
+/// `run_live` (after the preflight) decided them.
+pub struct Execution<'a> {
+    pub opts: &'a RunOptions,
+    pub cases: Vec<(Suite, LoadedCase)>,
+    pub source: Source,
+    /// The cluster (or the replayed run's): its nodes are the lanes of an `--each-node` run.
+    pub fingerprint: Fingerprint,
+    pub run_id: String,
+    pub started: Timestamp,
+    pub rt: &'a tokio::runtime::Runtime,
+    /// Listening since before the preflight, so a signal during it is not lost.
+    pub interrupts: Interrupts,
+}
+
+/// Runs every selected case (see `Execution`), sweeps the run's namespaces and sums it all up.
+pub fn execute(ex: Execution<'_>) -> RunOutcome {
+    let Execution {
+        opts,
+        cases,
+        source,
+        fingerprint,
+        run_id,
+        started,
+        rt,
+        mut interrupts,
+    } = ex;
+    let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
+    let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    let env = CaseEnv {
+        target: opts.target.through_scheduler(&fingerprint.nodes),
+        run_id: run_id.clone(),
+        images: opts.images.clone(),
+        cleanup_timeout: opts.cleanup_timeout,
+        keep_on_failure: opts.keep_on_failure,
+        cancel: cancel_rx,
+        live_namespaces: live_namespaces.clone(),
+        used_names: Arc::default(),
+        settle: opts.settle,
+        progress_every: Duration::from_secs(30),
+        request_timeout: opts.request_timeout,
+        api_outage_budget: opts.api_outage_budget,
+        record: None,
+        node: None,
+        api_health: None,
+    };
+    let mut env = env;
+    // Live: probe the API once a second for the whole run (see `health`).
+    let mut health_task = None;
+    if let Source::Live(client) = &source {
+        let h = Arc::new(health::ApiHealth::default());
+        let nodes = fingerprint.nodes.iter().map(|n| n.name.clone()).collect();
+        health_task = Some(rt.spawn(h.clone().probe(client.clone(), nodes)));
+        env.api_health = Some(h);
+    }
+    if let Source::Live(_) = &source
+        && opts.record
+    {
+        let run_dir = opts.reports_dir.join(&run_id);
+        let root = run_dir.join("recordings");
+        match record::write_run_files(&root, &run_id, opts.retries, opts.repeat.max(1), &fingerprint) {
+            Ok(()) => env.record = Some(root),
+            Err(e) => eprintln!("warning: {}: not recording: {e}", root.display()),
+        }
+        let mut suites: Vec<&Suite> = cases.iter().map(|(s, _)| s).collect();
+        suites.sort_by(|a, b| a.path.cmp(&b.path));
+        suites.dedup_by(|a, b| a.path == b.path);
+        let suites: Vec<Suite> = suites.into_iter().cloned().collect();
+        for w in record::copy_suites(&run_dir, &suites) {
+            eprintln!("warning: {w}");
+        }
+    }
+    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let interrupted_by: Arc<Mutex<Option<Interrupt>>> = Arc::default();
+    {
+        let flag = interrupted.clone();
+        let by = interrupted_by.clone();
+        let run_id = run_id.clone();
+        rt.spawn(async move {
+            let first = interrupts.next().await;
+            eprintln!(
+                "\ninterrupted ({}): stopping cases, deleting this run's namespaces, writing reports (interrupt again to exit at once)",
+                first.name
+            );
+            *by.lock().expect("interrupt") = Some(first);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cancel_tx.send(true);
+            let second = interrupts.next().await;
+            eprintln!(
+                "interrupted again ({}): exiting now; remove what is left with `podlife clean --run {run_id} --yes`",
+                second.name
+            );
+            // No destructor runs on this exit: remove an unpacked bundle here.
+            bundle::remove_unpacked();
+            std::process::exit(i32::from(first.exit_code));
+        });
+    }
+    // --each-node: every case once on each node the fingerprint lists (the preflight chose them;
+    // a replay reads them from the recorded run).
+    let fleet: Vec<NodeInfo> = if fingerprint.each_node {
+        fingerprint.nodes.clone()
+    } else {
+        vec![]
+    };
+    let per_case = fleet.len().max(1);
+    let threads = match opts.test_threads {
+        0 if !fleet.is_empty() => {
+            let n = default_threads(cases.len(), 1);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running every case on each of {} nodes, all nodes at once, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
+                    fleet.len()
+                );
+            }
+            n
+        }
+        0 => {
+            let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
+            let n = default_threads(cases.len(), ready);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running up to {n} cases at a time (default: all, at most {CASES_PER_NODE} per Ready node; --test-threads N to change)"
+                );
+            }
+            n
+        }
+        n => n,
+    };
+    // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
+    // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
+    let args = libtest_run_args(
+        opts,
+        if fleet.is_empty() {
+            threads
+        } else {
+            (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
+        },
+    );
+    let mut lanes = Lanes::default();
+    // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
+    let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len() * per_case]));
+    // Selected cases that libtest-mimic will not run (ignored), and those it will.
+    let mut ignored_reports: Vec<(usize, CaseReport)> = vec![];
+    let mut running: Vec<(usize, CaseReport)> = vec![];
+    let server = fingerprint.server_minor();
+    // Replaying a run folder: how many attempts each repetition of each case made live.
+    let replay_plan: Arc<BTreeMap<String, Vec<usize>>> = Arc::new(match &source {
+        Source::Replay(dir) if is_run_folder(dir) => {
+            crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+                .ok()
+                .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+                .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
+                .unwrap_or_default()
+        }
+        _ => BTreeMap::new(),
+    });
+    let source = Arc::new(source);
+    // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
+    let mut cases = cases;
+    cases.sort_by_key(|(_, c)| std::cmp::Reverse(c.timeout));
+    // Each case's copies on every node side by side, so every node's lane gets its longest
+    // cases first too.
+    let work: Vec<(Suite, LoadedCase, Option<NodeInfo>)> = cases
+        .into_iter()
+        .flat_map(|(s, c)| {
+            let on: Vec<Option<NodeInfo>> = if fleet.is_empty() {
+                vec![None]
+            } else {
+                fleet.iter().cloned().map(Some).collect()
+            };
+            on.into_iter().map(move |n| (s.clone(), c.clone(), n))
+        })
+        .collect();
+    let mut trials = vec![];
+    for (slot, (suite, case, node)) in work.into_iter().enumerate() {
+        let node_name = node.as_ref().map(|n| n.name.clone());
+        let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), server, &source);
+        let name = crate::results::case_id(&case.suite, case.name(), node_name.as_deref());
+        let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
+        // podlife filters (libtest-mimic is given no filter): a filter naming the case selects
+        // each of its node copies, which libtest's own `--exact` would not.
+        if !opts.selection().selects(&case.full_name(), &name) {
+            continue;
+        }
+        let runs = !args.is_ignored(&probe);
+        let slots = slots.clone();
+        let mut env = env.clone();
+        if let Some(n) = &node {
+            env.target = opts.target.on_node(n);
+            env.node = Some(n.name.clone());
+        }
+        let source = source.clone();
+        let replay_plan = replay_plan.clone();
+        let handle = rt.handle().clone();
+        let retries = opts.retries;
+        let repeat = opts.repeat;
+        let interrupted = interrupted.clone();
+        let inject_panic = opts.panic_in_case.as_deref() == Some(name.as_str())
+            || opts.panic_in_case.as_deref() == Some(case.full_name().as_str());
+        let suite_file = suite.path.display().to_string();
+        let base = CaseReport {
+            suite: case.suite.clone(),
+            suite_file,
+            case: case.name().to_string(),
+            description: case.spec.description.clone(),
+            reference: case.spec.reference.clone(),
+            tags: case.tags.clone(),
+            upstream: case.spec.upstream.clone(),
+            status: CaseStatus::Ignored,
+            ignore_reason: reason.clone(),
+            attempts: vec![],
+            repetitions: vec![],
+            pass_rate: 0.0,
+            measurements: vec![],
+            node: None,
+            target_node: node_name.clone(),
+            timeline_file: None,
+            timeline: None,
+        };
+        if !runs {
+            // libtest-mimic prints "ignored" without a reason; say why once, up front.
+            if !opts.quiet {
+                eprintln!(
+                    "ignored {}: {}",
+                    name,
+                    crate::util::printable(reason.as_deref().unwrap_or("ignored"))
+                );
+            }
+            ignored_reports.push((slot, base.clone()));
+        } else if runs {
+            running.push((slot, base.clone()));
+        }
+        let plan_key = name.clone();
+        let fallback = base.clone();
+        let lane_base = base.clone();
+        let job = move || {
+            // A panic anywhere in running or summarising the case becomes an error of this case
+            // (libtest-mimic would otherwise print it as a failure we never hear of).
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run_trial(
+                    base,
+                    &case,
+                    &source,
+                    &env,
+                    &handle,
+                    retries,
+                    repeat,
+                    &interrupted,
+                    inject_panic,
+                    replay_plan.get(&plan_key).map(Vec::as_slice),
+                )
+            }))
+            .unwrap_or_else(|p| {
+                let mut r = fallback.clone();
+                r.status = CaseStatus::Error;
+                r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
+                r.repetitions = vec![1];
+                r
+            })
+        };
+        // In a lane the case runs as soon as its node has a free slot; the trial only waits.
+        let job: Box<dyn FnOnce() -> CaseReport + Send> = match &node_name {
+            Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
+            _ => Box::new(job),
+        };
+        let trial = libtest_mimic::Trial::ignorable_test(name, move || {
+            let report = job();
+            // Evidence quotes logs and recordings: printed, it must not drive the terminal.
+            let message = crate::util::printable_lines(&failure_message(&report));
+            let status = report.status;
+            slots.lock().expect("reports")[slot] = Some(report);
+            match status {
+                CaseStatus::Passed => Ok(libtest_mimic::Completion::Completed),
+                // Seen failing and passing: not certified, so not "ok".
+                CaseStatus::Flaky => Err(message.into()),
+                // Not a failure of the node: the console says so instead of "FAILED".
+                CaseStatus::Interrupted => Ok(libtest_mimic::Completion::ignored_with("interrupted")),
+                CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
+                    "not run: the run was interrupted",
+                )),
+                CaseStatus::Ignored => Ok(libtest_mimic::Completion::ignored()),
+                CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => Err(message.into()),
+            }
+        })
+        .with_ignored_flag(ignored);
+        trials.push(trial);
+    }
+    let nothing_selected = trials.is_empty();
+    if nothing_selected {
+        eprintln!(
+            "error: no case matches the filter {} on the nodes of this run",
+            opts.filter.as_deref().unwrap_or_default()
+        );
+    }
+    lanes.start(rt, threads);
+    // The statuses decide the exit code, not libtest-mimic's conclusion. libtest-mimic's printer
+    // panics when stdout is closed (`podlife run | head`); its trials run in a scoped pool, so
+    // the panic only reaches us once every started case has finished and cleaned up: catch it,
+    // and go on to the sweep and the reports (stdout output is then dropped by `util::emit`).
+    let printed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| libtest_mimic::run(&args, trials)));
+    if printed.is_err() {
+        eprintln!("warning: the console output stopped (stdout closed?); the run went on, see the reports");
+    }
+    let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
+    let mut cases: Vec<CaseReport> = ignored_reports.into_iter().map(|(_, r)| r).collect();
+    for (slot, base) in running {
+        cases.push(filled[slot].take().unwrap_or_else(|| {
+            // Every trial that runs fills its slot, even on a panic; never drop a case silently.
+            let mut r = base;
+            r.status = CaseStatus::Error;
+            let why = if printed.is_err() {
+                // libtest-mimic stopped at its first line, before starting any trial.
+                "not run: the console output failed before the case started (stdout closed?)"
+            } else {
+                "podlife recorded no result for this case (a bug in podlife)"
+            };
+            r.attempts = vec![Attempt {
+                error: Some(why.into()),
+                ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
+            }];
+            r
+        }));
+    }
+    cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
+    // Where each case's timeline is published: part of the results, so the reporters only read.
+    for c in &mut cases {
+        if c.timeline.is_some() {
+            c.timeline_file = Some(crate::results::timeline_file(
+                &c.suite,
+                &c.case,
+                c.target_node.as_deref(),
+            ));
+        }
+    }
+    // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
+    // sweep checks it again: the run's leftovers are those the sweep finds at the end.
+    let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
+        vec![]
+    } else {
+        cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter_map(|a| a.cleanup.leftover.clone())
+            .collect()
+    };
+    if let Source::Live(client) = &*source {
+        // Namespaces still registered belong to cases that never got to their cleanup (Ctrl-C,
+        // a panic) or did not see them go; the label finds creates whose answer was lost. Kept
+        // ones stay.
+        let handled: BTreeSet<String> = cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter(|a| a.cleanup.deleted || a.cleanup.kept)
+            .filter_map(|a| a.cleanup.namespace.clone())
+            .collect();
+        let registered = std::mem::take(&mut *live_namespaces.lock().expect("registry"));
+        leftovers.extend(rt.block_on(sweep::sweep(
+            client.clone(),
+            &run_id,
+            registered,
+            &handled,
+            opts.cleanup_timeout,
+            opts.request_timeout,
+            opts.api_outage_budget,
+        )));
+    }
+    if let Some(t) = health_task {
+        t.abort();
+    }
+    let interrupt = *interrupted_by.lock().expect("interrupt");
+    let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
+    let fleet_view = stats::fleet(&cases, &fingerprint);
+    let mut summary = RunSummary {
+        run_id: run_id.clone(),
+        started,
+        finished: Timestamp::now(),
+        fingerprint,
+        passed: count(CaseStatus::Passed),
+        flaky: count(CaseStatus::Flaky),
+        failed: count(CaseStatus::Failed),
+        undecided: count(CaseStatus::Undecided),
+        errors: count(CaseStatus::Error),
+        ignored: count(CaseStatus::Ignored),
+        interrupted_cases: count(CaseStatus::Interrupted),
+        not_run: count(CaseStatus::NotRun),
+        interrupted: interrupted.load(std::sync::atomic::Ordering::SeqCst),
+        interrupted_by: interrupt.map(|i| i.name.to_string()),
+        leftovers,
+        repeat: opts.repeat.max(1),
+        certification: stats::certify(&cases),
+        upstream: stats::upstream(&cases, &opts.upstream_applicable),
+        fleet: fleet_view,
+        cases,
+    };
+    crate::results::fleet::fill_odd_nodes(&mut summary);
+    let report_dir = opts.reports_dir.join(&run_id);
+    RunOutcome {
+        // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).
+        // Interrupted and not-run cases did not pass either: a replay or re-judging of an
+        // interrupted run (not itself interrupted, so no 130) must not exit 0. Nor does a flaky
+        // case: seen failing, it is not certified.
+        any_failed: summary.failed
+            + summary.flaky
+            + summary.undecided
+            + summary.errors
+            + summary.interrupted_cases
+            + summary.not_run
+            > 0
+            || !summary.leftovers.is_empty(),
+        summary,
+        report_dir,
+        interrupt,
+        nothing_selected,
+    }
+}
+
+/// Runs every repetition and retry of one case and sums them up in its report.
+#[allow(clippy::too_many_arguments)]
+fn run_trial(
+    mut report: CaseReport,
+    case: &LoadedCase,
+    source: &Source,
+    env: &CaseEnv,
+    handle: &tokio::runtime::Handle,
+    retries: u32,
+    repeat: u32,
+    interrupted: &std::sync::atomic::AtomicBool,
+    inject_panic: bool,
+    recorded: Option<&[usize]>,
+) -> CaseReport {
+    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+        report.status = CaseStatus::NotRun;
+        report.ignore_reason = Some("not run: the run was interrupted".into());
+        return report;
+    }
+    let mut attempt_no = 0;
+    'reps: for rep in 0..repeat.max(1) as usize {
+        let mut n = 0;
+        for try_ in 0..=retries as usize {
+            // Replaying a run folder: the attempts the live run made, never more (a retry it did
+            // not make has no recording, e.g. for a case re-judged into failing).
+            let k = match recorded {
+                Some(reps) => match reps.get(rep) {
+                    Some(&tries) if try_ >= tries => break,
+                    _ => reps[..rep.min(reps.len())].iter().sum::<usize>() + try_ + 1,
+                },
+                None => attempt_no + 1,
+            };
+            let started = Timestamp::now();
+            let t0 = std::time::Instant::now();
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if inject_panic {
+                    panic!("injected by the panic_in_case test hook");
+                }
+                match source {
+                    Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
+                    Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
+                }
+            }))
+            .unwrap_or_else(|p| {
+                let a = panicked(&*p, started, t0);
+                // The attempt's recording ends with the crash, so a replay reports it the same way.
+                if let (Source::Live(_), Some(root)) = (source, &env.record)
+                    && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
+                {
+                    eprintln!("warning: recording of a crashed attempt: {e}");
+                }
+                a
+            });
+            attempt_no += 1;
+            let status = attempt.status;
+            report.attempts.push(attempt);
+            n += 1;
+            if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                report.repetitions.push(n);
+                break 'reps;
+            }
+            if status == AttemptStatus::Passed {
+                break;
+            }
+        }
+        report.repetitions.push(n);
+    }
+    let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
+    // A failure of the node in any attempt (retries included) makes a later pass flaky; a
+    // harness error or an undecided attempt does not.
+    let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
+    report.status = stats::case_status(&outcomes, node_failed);
+    report.pass_rate = stats::pass_rate(&outcomes);
+    let mut ends = vec![];
+    let mut i = 0;
+    for n in &report.repetitions {
+        i += n;
+        if let Some(a) = report.attempts.get(i - 1) {
+            ends.push(a);
+        }
+    }
+    report.measurements = stats::measure_stats(&ends);
+    report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+    report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
+    report
+}
+
+fn ignore_reason(
+    case: &LoadedCase,
+    node: Option<&str>,
+    server: Option<(u32, u32)>,
+    source: &Source,
+) -> (bool, Option<String>) {
+    if let (Some(min), Some(have)) = (case.min_server_version, server)
+        && have < min
+    {
+        return (
+            true,
+            Some(format!(
+                "needs server {}.{}, cluster is {}.{}",
+                min.0, min.1, have.0, have.1
+            )),
+        );
+    }
+    if let Source::Replay(dir) = source {
+        if is_run_folder(dir) {
+            let rec = dir
+                .join("recordings")
+                .join(record::case_dir_name(&case.suite, case.name(), node));
+            let tl = stored_timeline(dir, case, node);
+            if !rec.is_dir() && !tl.is_file() {
+                return (
+                    true,
+                    Some(format!(
+                        "no recording or timeline of `{}` in {}",
+                        crate::results::case_id(&case.suite, case.name(), node),
+                        dir.display()
+                    )),
+                );
+            }
+        } else if !dir.join(case.name()).is_dir() {
+            return (
+                true,
+                Some(format!("no recording `{}` in {}", case.name(), dir.display())),
+            );
+        }
+    }
+    (false, None)
+}
