@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 mod backoff;
+mod count;
 mod event;
 mod exec;
 mod log;
@@ -24,6 +25,7 @@ use sequence::{SeqMatch, Subject, match_sequence};
 
 use backoff::backoff;
 pub use backoff::{Interval, announced_backoffs, backoff_bounds, restart_intervals};
+use count::decide_count_in_gap;
 use event::{EVENTS_NOTE, event, events_lossy, scheduler_writes};
 use exec::exec;
 use log::log;
@@ -1324,34 +1326,6 @@ fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     j.measured = vec![measured];
     j.marks = marks;
     j
-}
-
-/// Decides a count seen through a source with gaps (`gap`: the first, described): occurrences
-/// seen are real, so a count already over its bound fails and one meeting a lower-only bound
-/// passes; anything else may change with what the gap hid, so it is undecided.
-fn decide_count_in_gap(count: &Count, n: u64, complete: bool, what: String, gap: Option<String>) -> J {
-    let j = decide_count(count, n, complete, what);
-    let exceeded = count.exactly.is_some_and(|e| n > e) || count.at_most.is_some_and(|m| n > m);
-    let only_lower = count.exactly.is_none() && count.at_most.is_none();
-    if exceeded || (j.outcome == Outcome::Pass && only_lower) {
-        return j;
-    }
-    in_gap(j, gap)
-}
-
-/// Decides a count: pass/fail once it can no longer change the answer.
-fn decide_count(count: &Count, n: u64, complete: bool, what: String) -> J {
-    let exceeded = count.exactly.is_some_and(|e| n > e) || count.at_most.is_some_and(|m| n > m);
-    let only_lower = count.exactly.is_none() && count.at_most.is_none();
-    if exceeded {
-        fail(format!("{what}: expected {count}, observed {n}"))
-    } else if count.matches(n) && (complete || only_lower) {
-        pass(format!("{what}: {n} observed ({count})"))
-    } else if !complete {
-        undecided(format!("{what}: expected {count}, {n} so far"))
-    } else {
-        fail(format!("{what}: expected {count}, observed {n}"))
-    }
 }
 
 /// Gaps where an occurrence of the mark could hide (before `before`, if given), described.
