@@ -1,6 +1,8 @@
 //! Loading and validating suites (`load_suites` → `Suite`/`LoadedCase`, or a list of `Diag`):
 //! everything is checked offline, and every problem is reported as `file:line:col: path: message`.
+
 mod refs;
+mod templates;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -9,23 +11,16 @@ use std::path::{Path, PathBuf};
 use super::model::*;
 use super::types::InstanceSel;
 
+use refs::Refs;
+pub use refs::builtin_mark;
+pub use templates::BUILTIN_IMAGES;
+use templates::{collect_images, substitute, unknown_template};
+
 /// The longest `gracePeriodSeconds` a delete step may ask for: a grace period longer than the
 /// longest case timeout (`MAX_DURATION`, 24 h) could never be seen to end within the case. The
 /// API takes it as a 64-bit integer, but podlife must never send a value it had to cut (the
 /// kube client's field is 32 bits: 4294967296 once went out as 0, "kill now").
-use refs::Refs;
-pub use refs::builtin_mark;
-
 pub const MAX_GRACE_SECONDS: i64 = 24 * 3600;
-
-/// Images every suite may use as `${image.NAME}` without declaring them. agnhost is the version
-/// upstream's conformance tests of Kubernetes 1.36 use (test/utils/image/manifest.go on
-/// release-1.36, kubernetes/kubernetes#141537): its ENTRYPOINT/CMD, `entrypoint-tester`, `pause`
-/// and `grpc-health-checking` are what the upstream Containers and gRPC probe tests rely on.
-pub const BUILTIN_IMAGES: &[(&str, &str)] = &[
-    ("agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"),
-    ("busybox", "busybox:1.36"),
-];
 
 /// One validation problem, printed as `file:line:col: path: message`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -180,33 +175,6 @@ impl LoadedCase {
         let mut pod = self.pod.clone();
         substitute(&mut pod, &images);
         pod
-    }
-}
-
-fn collect_images(pod: &serde_json::Value, out: &mut BTreeSet<String>) {
-    for key in ["initContainers", "containers", "ephemeralContainers"] {
-        if let Some(list) = pod.pointer(&format!("/spec/{key}")).and_then(|v| v.as_array()) {
-            for c in list {
-                if let Some(img) = c.get("image").and_then(|v| v.as_str()) {
-                    out.insert(img.to_string());
-                }
-            }
-        }
-    }
-}
-
-fn substitute(v: &mut serde_json::Value, images: &BTreeMap<String, String>) {
-    match v {
-        serde_json::Value::String(s) if s.contains("${image.") => {
-            let mut out = s.clone();
-            for (k, img) in images {
-                out = out.replace(&format!("${{image.{k}}}"), img);
-            }
-            *s = out;
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(|x| substitute(x, images)),
-        serde_json::Value::Object(o) => o.values_mut().for_each(|x| substitute(x, images)),
-        _ => {}
     }
 }
 
@@ -1187,41 +1155,4 @@ fn dns1123_subdomain(n: &str) -> bool {
             let b = label.as_bytes();
             !b.is_empty() && b.iter().all(|&c| alnum(c) || c == b'-') && alnum(b[0]) && alnum(b[b.len() - 1])
         })
-}
-
-/// The first `${...}` template in `v` that is not a known image (`${image.<name>}` with `<name>`
-/// in `images`), as the error that lists the known ones.
-fn unknown_template(v: &serde_json::Value, images: &BTreeMap<String, String>) -> Option<String> {
-    let mut unknown = BTreeSet::new();
-    find_templates(v, images, &mut unknown);
-    let t = unknown.into_iter().next()?;
-    Some(format!(
-        "unknown template `${{{t}}}` (known: {})",
-        images
-            .keys()
-            .map(|k| format!("${{image.{k}}}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
-fn find_templates(v: &serde_json::Value, images: &BTreeMap<String, String>, unknown: &mut BTreeSet<String>) {
-    match v {
-        serde_json::Value::String(s) => {
-            let mut rest = s.as_str();
-            while let Some(i) = rest.find("${") {
-                let after = &rest[i + 2..];
-                let Some(end) = after.find('}') else { break };
-                let name = &after[..end];
-                let known = name.strip_prefix("image.").is_some_and(|n| images.contains_key(n));
-                if !known {
-                    unknown.insert(name.to_string());
-                }
-                rest = &after[end + 1..];
-            }
-        }
-        serde_json::Value::Array(a) => a.iter().for_each(|x| find_templates(x, images, unknown)),
-        serde_json::Value::Object(o) => o.values().for_each(|x| find_templates(x, images, unknown)),
-        _ => {}
-    }
 }
