@@ -1,6 +1,7 @@
 //! Loading and validating suites (`load_suites` → `Suite`/`LoadedCase`, or a list of `Diag`):
 //! everything is checked offline, and every problem is reported as `file:line:col: path: message`.
 
+mod diag;
 mod manifest;
 mod refs;
 mod templates;
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use super::model::*;
 use super::types::InstanceSel;
 
+pub use diag::{Diag, parse_yaml};
 use manifest::load_manifest;
 pub use manifest::project_root;
 use refs::Refs;
@@ -26,29 +28,6 @@ use validate::{check_ephemeral, check_object, check_patch, check_pod};
 /// API takes it as a 64-bit integer, but podlife must never send a value it had to cut (the
 /// kube client's field is 32 bits: 4294967296 once went out as 0, "kill now").
 pub const MAX_GRACE_SECONDS: i64 = 24 * 3600;
-
-/// One validation problem, printed as `file:line:col: path: message`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Diag {
-    pub file: String,
-    pub line: u64,
-    pub col: u64,
-    pub path: String,
-    pub message: String,
-}
-
-impl fmt::Display for Diag {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.col.max(1))?;
-        }
-        if !self.path.is_empty() {
-            write!(f, ": {}", self.path)?;
-        }
-        write!(f, ": {}", self.message)
-    }
-}
 
 /// A container of the pod manifest.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -286,65 +265,6 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
         errors.sort();
         errors.dedup();
         Err(errors)
-    }
-}
-
-/// Parses YAML into `T`, reporting `file:line:col: path: message` on failure.
-pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, Diag> {
-    let mut path = String::new();
-    let res = serde_saphyr::with_deserializer_from_str(text, |de| match serde_path_to_error::deserialize::<_, T>(de) {
-        Ok(v) => Ok(v),
-        Err(e) => {
-            path = render_path(e.path());
-            Err(e.into_inner())
-        }
-    });
-    res.map_err(|e| {
-        let (line, col) = e.location().map(|l| (l.line(), l.column())).unwrap_or((0, 0));
-        Diag {
-            file: file.to_string(),
-            line,
-            col,
-            path,
-            message: saphyr_message(&e),
-        }
-    })
-}
-
-fn render_path(p: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::new();
-    for seg in p.iter() {
-        match seg {
-            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
-            // `Loc`/`MarkRef` read through serde-saphyr's `Spanned`, which adds a `value` level.
-            Segment::Map { key } if key == "value" => {}
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-            }
-            Segment::Unknown => {}
-        }
-    }
-    out
-}
-
-/// The error message alone, on one line, without the snippet or location serde-saphyr adds.
-fn saphyr_message(e: &serde_saphyr::Error) -> String {
-    let plain = e.without_snippet().to_string();
-    let first = plain.lines().next().unwrap_or("").trim();
-    // serde-saphyr appends " at line X column Y"; we print the location ourselves.
-    let msg = match first.rfind(" at line ") {
-        Some(i) => &first[..i],
-        None => first,
-    };
-    let msg = msg.trim_start_matches("error: ").trim();
-    if msg.is_empty() {
-        "invalid YAML".to_string()
-    } else {
-        msg.to_string()
     }
 }
 
