@@ -26,6 +26,7 @@ pub(super) fn condition_gaps(c: &ConditionExpect, j: J, tl: &Timeline) -> J {
         .map(|g| g.describe());
     in_gap(j, gap)
 }
+
 /// Distinct consecutive statuses of a condition.
 pub fn condition_sequence(tl: &Timeline, ty: &str) -> Vec<String> {
     let mut out: Vec<String> = vec![];

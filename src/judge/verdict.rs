@@ -133,6 +133,7 @@ pub(super) fn pass(e: impl Into<String>) -> J {
         facts: vec![],
     }
 }
+
 pub(super) fn fail(e: impl Into<String>) -> J {
     J {
         outcome: Outcome::Fail,
@@ -143,6 +144,7 @@ pub(super) fn fail(e: impl Into<String>) -> J {
         facts: vec![],
     }
 }
+
 /// A decided verdict that a gap in the evidence could overturn becomes undecided, naming the gap.
 pub(super) fn in_gap(j: J, gap: Option<String>) -> J {
     match gap {

@@ -33,6 +33,7 @@ pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, String> {
         TextMatch::Missing => Err("neither `regex` nor `equals` given".into()),
     }
 }
+
 /// Looks up template variables (`${pod.name}`, ...) in the observed pod.
 pub fn template_value(tl: &Timeline, name: &str) -> Option<String> {
     let p = &tl.pod;
@@ -52,6 +53,7 @@ pub fn template_value(tl: &Timeline, name: &str) -> Option<String> {
 pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
     p.compile(&|n| template_value(tl, n))
 }
+
 /// The lines a `log` mark matches, in time order, and the matcher's label.
 pub(super) fn log_matches<'a>(l: &LogMark, tl: &'a Timeline) -> Result<(Vec<&'a LogLine>, String), String> {
     let re = matcher(l.text(), tl)?;

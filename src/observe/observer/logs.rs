@@ -243,6 +243,7 @@ pub fn cap_line(text: &str) -> std::borrow::Cow<'_, str> {
     }
     std::borrow::Cow::Owned(format!("{}{TRUNCATED_MARKER}", &text[..end]))
 }
+
 /// Parses a `kubectl logs --timestamps` / kube `timestamps=true` line, or a CRI log file line
 /// (`<time> <stream> <P|F> <text>`): RFC3339 with 1–9 fractional digits.
 pub fn parse_log_line(line: &str) -> Option<(Timestamp, &str)> {

@@ -399,6 +399,7 @@ pub(super) fn terminated(t: &core::ContainerStateTerminated, instance: Option<u3
         signal: t.signal,
     }
 }
+
 /// The longest `periodSeconds` of a container's probes (Kubernetes defaults it to 10 s).
 pub(super) fn probe_period(c: &core::Container) -> Option<f64> {
     [&c.liveness_probe, &c.readiness_probe, &c.startup_probe]

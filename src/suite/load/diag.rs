@@ -25,6 +25,7 @@ impl fmt::Display for Diag {
         write!(f, ": {}", self.message)
     }
 }
+
 /// Parses YAML into `T`, reporting `file:line:col: path: message` on failure.
 pub fn parse_yaml<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, Diag> {
     let mut path = String::new();

@@ -11,6 +11,7 @@ pub const BUILTIN_IMAGES: &[(&str, &str)] = &[
     ("agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1"),
     ("busybox", "busybox:1.36"),
 ];
+
 pub(super) fn collect_images(pod: &serde_json::Value, out: &mut BTreeSet<String>) {
     for key in ["initContainers", "containers", "ephemeralContainers"] {
         if let Some(list) = pod.pointer(&format!("/spec/{key}")).and_then(|v| v.as_array()) {
@@ -37,6 +38,7 @@ pub(super) fn substitute(v: &mut serde_json::Value, images: &BTreeMap<String, St
         _ => {}
     }
 }
+
 /// The first `${...}` template in `v` that is not a known image (`${image.<name>}` with `<name>`
 /// in `images`), as the error that lists the known ones.
 pub(super) fn unknown_template(v: &serde_json::Value, images: &BTreeMap<String, String>) -> Option<String> {

@@ -70,6 +70,7 @@ pub(super) fn check_patch(
         }
     }
 }
+
 /// Fields the API refuses on an ephemeral container (validateEphemeralContainers): it gets no
 /// ports, probes, lifecycle hooks or resources of its own.
 pub(super) const EPHEMERAL_FORBIDDEN: &[&str] = &[
