@@ -307,3 +307,32 @@ pub fn backoff_bounds(b: &BackoffExpect, i: usize) -> (Option<f64>, Option<f64>)
         (None, None)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_as_the_kubelet_prints_them() {
+        assert_eq!(go_duration("10s"), Some(10.0));
+        assert_eq!(go_duration("1m20s"), Some(80.0));
+        assert_eq!(go_duration("5m0s"), Some(300.0));
+        assert_eq!(go_duration("1h0m0s"), Some(3600.0));
+        assert_eq!(go_duration("500ms"), Some(0.5));
+        assert_eq!(go_duration("2.5s"), Some(2.5));
+    }
+
+    #[test]
+    fn not_a_go_duration() {
+        // A number without a unit, an unknown unit, a trailing number or nothing at all.
+        for t in ["", "10", "10x", "1m20", "s", "1d"] {
+            assert_eq!(go_duration(t), None, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn ordinals() {
+        let got: Vec<String> = (1..=5).map(ordinal).collect();
+        assert_eq!(got, ["first", "second", "third", "4th", "5th"]);
+    }
+}

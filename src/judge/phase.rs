@@ -114,3 +114,24 @@ pub(super) fn phases_gaps(seq: &[PodPhase], j: J, tl: &Timeline) -> J {
     };
     in_gap(j, doubt.then_some(gap))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn seen_phases_are_a_subsequence_of_the_expected_in_order() {
+        let want = ["Pending", "Running", "Succeeded"];
+        assert!(is_subsequence(&seen(&["Pending", "Succeeded"]), &want));
+        assert!(is_subsequence(&seen(&["Running"]), &want));
+        assert!(is_subsequence(&seen(&[]), &want));
+        assert!(!is_subsequence(&seen(&["Succeeded", "Running"]), &want));
+        assert!(!is_subsequence(&seen(&["Pending", "Failed"]), &want));
+        // Each expected phase stands for one seen phase only.
+        assert!(!is_subsequence(&seen(&["Running", "Running"]), &want));
+    }
+}
