@@ -647,3 +647,18 @@ pub fn parse_version(v: &str) -> Option<(u32, u32)> {
     let minor = minor_raw.trim_end_matches('+').parse().ok()?;
     Some((major, minor))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_as_servers_report_them() {
+        assert_eq!(parse_version("1.29"), Some((1, 29)));
+        assert_eq!(parse_version("v1.29.3"), Some((1, 29)));
+        assert_eq!(parse_version(" v1.32+ "), Some((1, 32)));
+        assert_eq!(parse_version("1"), None);
+        assert_eq!(parse_version("one.two"), None);
+        assert_eq!(parse_version(""), None);
+    }
+}

@@ -84,3 +84,49 @@ pub(super) fn saphyr_message(e: &serde_saphyr::Error) -> String {
         msg.to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn diag(line: u64, col: u64, path: &str) -> Diag {
+        Diag {
+            file: "s.yaml".into(),
+            line,
+            col,
+            path: path.into(),
+            message: "bad".into(),
+        }
+    }
+
+    #[test]
+    fn printed_as_file_line_col_path_message() {
+        assert_eq!(
+            diag(3, 7, "cases[0].name").to_string(),
+            "s.yaml:3:7: cases[0].name: bad"
+        );
+        // An unknown position or an empty path is left out; a column of 0 reads as 1.
+        assert_eq!(diag(0, 0, "").to_string(), "s.yaml: bad");
+        assert_eq!(diag(2, 0, "").to_string(), "s.yaml:2:1: bad");
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Doc {
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        n: u32,
+    }
+
+    #[test]
+    fn a_yaml_error_names_where_it_is() {
+        let d = parse_yaml::<Doc>("items:\n  - n: 1\n  - n: x\n", "f.yaml").unwrap_err();
+        assert_eq!((d.file.as_str(), d.line), ("f.yaml", 3), "{d}");
+        assert!(d.path.starts_with("items[1]"), "{d}");
+    }
+}

@@ -87,3 +87,17 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
         parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
     Ok((value, path))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_root_holds_the_suites_folder() {
+        assert_eq!(project_root(Path::new("/p/suites/a/b")), Path::new("/p"));
+        assert_eq!(project_root(Path::new("/p/suites")), Path::new("/p"));
+        assert_eq!(project_root(Path::new("suites/a")), Path::new("."));
+        // No `suites/` folder above: the suite file's own directory.
+        assert_eq!(project_root(Path::new("/p/other")), Path::new("/p/other"));
+    }
+}

@@ -75,3 +75,39 @@ pub(super) fn find_templates(v: &serde_json::Value, images: &BTreeMap<String, St
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn images() -> BTreeMap<String, String> {
+        BTreeMap::from([("busybox".to_string(), "busybox:1.36".to_string())])
+    }
+
+    #[test]
+    fn known_images_are_substituted_everywhere() {
+        let mut pod = serde_json::json!({"spec": {"containers": [
+            {"name": "a", "image": "${image.busybox}", "args": ["${image.busybox}", "x"]}
+        ]}});
+        substitute(&mut pod, &images());
+        assert_eq!(pod.pointer("/spec/containers/0/image").unwrap(), "busybox:1.36");
+        assert_eq!(pod.pointer("/spec/containers/0/args/0").unwrap(), "busybox:1.36");
+        let mut seen = BTreeSet::new();
+        collect_images(&pod, &mut seen);
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["busybox:1.36"]);
+    }
+
+    #[test]
+    fn an_unknown_template_names_the_known_ones() {
+        let ok = serde_json::json!({"image": "${image.busybox}", "env": "$HOME ${image.busybox}"});
+        assert_eq!(unknown_template(&ok, &images()), None);
+        let bad = serde_json::json!({"args": ["${image.busybox}", "${image.nope}"]});
+        assert_eq!(
+            unknown_template(&bad, &images()).as_deref(),
+            Some("unknown template `${image.nope}` (known: ${image.busybox})")
+        );
+        // Only `${image.*}` templates exist in manifests.
+        let other = serde_json::json!("${pod.name}");
+        assert!(unknown_template(&other, &images()).is_some());
+    }
+}

@@ -299,3 +299,23 @@ pub(super) fn dns1123_subdomain(n: &str) -> bool {
             !b.is_empty() && b.iter().all(|&c| alnum(c) || c == b'-') && alnum(b[0]) && alnum(b[b.len() - 1])
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_names_the_api_accepts() {
+        for n in ["a", "web-0", "a.b-c.d", "0abc", &"a".repeat(253)] {
+            assert!(dns1123_subdomain(n), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn pod_names_the_api_refuses() {
+        let long = "a".repeat(254);
+        for n in ["", "Web", "-a", "a-", "a..b", ".a", "a_b", "a b", &long] {
+            assert!(!dns1123_subdomain(n), "{n:?}");
+        }
+    }
+}
