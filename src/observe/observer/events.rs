@@ -78,3 +78,22 @@ pub fn container_from_field_path(fp: &str) -> Option<String> {
     let end = fp.rfind('}')?;
     (end > start + 1).then(|| fp[start + 1..end].to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_container_of_a_field_path() {
+        assert_eq!(
+            container_from_field_path("spec.containers{main}").as_deref(),
+            Some("main")
+        );
+        assert_eq!(
+            container_from_field_path("spec.initContainers{sidecar}").as_deref(),
+            Some("sidecar")
+        );
+        assert_eq!(container_from_field_path("spec.containers{}"), None);
+        assert_eq!(container_from_field_path("spec.containers"), None);
+    }
+}

@@ -266,3 +266,39 @@ pub fn parse_cri_line(line: &str) -> Option<(Timestamp, bool, &str)> {
     let text = it.next().unwrap_or("");
     Some((time, tag.starts_with('F'), text))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timestamped_line_splits_at_the_first_space() {
+        let (t, text) = parse_log_line("2026-11-29T21:07:43.123456789Z hello  world\r\n").unwrap();
+        assert_eq!(t.to_string(), "2026-11-29T21:07:43.123456789Z");
+        assert_eq!(text, "hello  world");
+        assert_eq!(parse_log_line("2026-11-29T21:07:43Z").unwrap().1, "");
+        assert!(parse_log_line("not-a-time hello").is_none());
+    }
+
+    #[test]
+    fn cri_lines_carry_stream_and_partial_flag() {
+        let (_, full, text) = parse_cri_line("2026-11-29T21:07:43Z stderr F done").unwrap();
+        assert!(full);
+        assert_eq!(text, "done");
+        let (_, full, _) = parse_cri_line("2026-11-29T21:07:43Z stdout P part").unwrap();
+        assert!(!full);
+        assert!(parse_cri_line("2026-11-29T21:07:43Z stdin F x").is_none());
+    }
+
+    #[test]
+    fn long_lines_are_cut_once_at_a_character_boundary() {
+        assert_eq!(cap_line("short"), "short");
+        // 'é' is two bytes: the cut must not split it.
+        let long = format!("a{}", "é".repeat(MAX_LOG_LINE_BYTES));
+        let cut = cap_line(&long).into_owned();
+        assert!(cut.ends_with(TRUNCATED_MARKER));
+        let kept = cut.len() - TRUNCATED_MARKER.len();
+        assert!(kept <= MAX_LOG_LINE_BYTES && kept >= MAX_LOG_LINE_BYTES - 1, "{kept}");
+        assert_eq!(cap_line(&cut), cut.as_str());
+    }
+}
