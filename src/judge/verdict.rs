@@ -102,6 +102,8 @@ pub fn all_decided(v: &[Verdict]) -> bool {
     v.iter().all(|v| v.outcome != Outcome::Undecided)
 }
 
+/// A judgement under construction: each expectation kind builds one (`pass`, `fail`, `undecided`,
+/// then `in_gap` and `with` a fact), and `judge` turns it into the `Verdict` with index, kind and subject.
 pub(super) struct J {
     pub(super) outcome: Outcome,
     pub(super) evidence: String,

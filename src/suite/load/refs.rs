@@ -1,5 +1,6 @@
-//! Reference checks: every container, mark, step and exec a case names exists and is used where it may
-//! be (`instance: each` only inside `forEachInstance`), each problem a `Diag` at the reference.
+//! Reference checks (`Refs`): every container, mark and exec step that a case's marks and expectations
+//! name exists and is used as it may be (`instance: each` only inside `forEachInstance`, one of `regex`
+//! and `equals`), each problem reported at the reference; and the built-in marks (`podGone`).
 
 use super::*;
 
