@@ -1,4 +1,4 @@
-//! Deciding a count (`count: {min, max, exactly}`) of occurrences: pass or fail only once more data, or
+//! Deciding a count of occurrences (`3`, or `{atLeast, atMost}`): pass or fail only once more data, or
 //! what a gap hid, can no longer change the answer.
 
 use super::*;

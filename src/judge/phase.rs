@@ -1,5 +1,5 @@
 //! `phase` and `phases` expectations: the pod phase at the end, and the sequence of phases seen, which only
-//! moves forward, so a pod-watch gap can hide a phase only where the sequence skips one.
+//! moves forward, so a pod-watch gap can hide a phase only where the sequence skips one (or after the last).
 
 use super::*;
 
