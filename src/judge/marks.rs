@@ -1,172 +1,17 @@
 //! Resolving marks (`Hit`): a `MarkSpec` × `Timeline` → the instant it happened, with its clock
 //! and precision, and a description for the evidence.
 
+mod hit;
+mod matchers;
+
 use jiff::{SignedDuration, Timestamp};
 
 use crate::observe::{EventOccurrence, Gap, Instance, LogLine, State, Timeline};
 use crate::suite::model::*;
 use crate::suite::types::{InstanceSel, Occurrence, Pattern};
-
-/// A compiled text matcher: a regex, or exact equality (templates already substituted).
-pub enum Matcher {
-    Regex(regex::Regex),
-    Equals(String),
-}
-
-impl Matcher {
-    pub fn is_match(&self, text: &str) -> bool {
-        match self {
-            Matcher::Regex(r) => r.is_match(text),
-            Matcher::Equals(e) => e == text,
-        }
-    }
-    /// `/regex/` or `"exact text"` (values substituted), for evidence.
-    pub fn label(&self) -> String {
-        match self {
-            Matcher::Regex(r) => format!("/{}/", r.as_str()),
-            Matcher::Equals(e) => format!("{e:?}"),
-        }
-    }
-}
-
-/// Compiles a `regex`/`equals` pair against the observed pod's template values.
-pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, String> {
-    match t {
-        TextMatch::Regex(p) => compile(p, tl).map(Matcher::Regex),
-        TextMatch::Equals(e) => e.expand(&|n| template_value(tl, n)).map(Matcher::Equals),
-        TextMatch::Missing => Err("neither `regex` nor `equals` given".into()),
-    }
-}
-
-/// Which clock a time was read from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clock {
-    /// Node clock: CRI log timestamps, status and event times.
-    Node,
-    /// podlife's own clock: receive times and actions.
-    Harness,
-}
-
-/// The stream a mark's instant was read from. Marks of one stream keep the order in which it
-/// was written (a watch delivers in resourceVersion order, a container's log in its own order);
-/// two streams written by independent writers (the scheduler, the kubelet's status manager,
-/// its event recorder, a container) keep no common order, and their receive times are only
-/// ordered beyond the delivery delay of each.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Stream {
-    /// Receive times of the pod watch.
-    PodWatch,
-    /// Receive times of the events watch (the event's own timestamp bounds it from below).
-    Events,
-    /// CRI timestamps of one container instance's log.
-    Log(String, u32),
-    /// The kubelet's status times (startedAt, finishedAt): node clock.
-    Status,
-    /// podlife's own requests (sent, and answered).
-    Action,
-}
-
-/// How late a watch may deliver a write (the true instant of a receive-time mark lies up to this
-/// much before it, when compared with another stream): the API server's watch cache and two
-/// independent HTTP streams. Seen: the Scheduled event received 2.5–35 ms after a status it
-/// preceded (A2/A4 of 2026-12-01-b), a Started event received 0.75 s late with 32 cases on 2
-/// cores (A5). A cause of uncertainty, named in the evidence, never a tolerance of the node.
-pub const WATCH_DELIVERY: SignedDuration = SignedDuration::from_secs(1);
-
-/// A resolved mark.
-#[derive(Clone, Debug)]
-pub struct Hit {
-    pub at: Timestamp,
-    /// The true instant lies in `[at, at + precision)`: 1 s for status times, 0 for ns clocks.
-    pub precision: SignedDuration,
-    pub clock: Clock,
-    /// What was found, e.g. `log main#0 "TERM received" @21:07:26.881`.
-    pub what: String,
-    /// Why `precision` is not zero, for the evidence (e.g. "status times are whole seconds").
-    pub cause: Option<String>,
-    /// Set when a gap in the mark's source could hide the true occurrence (an earlier first, a
-    /// later last, or this one received late): the gap, described. Verdicts that measure with
-    /// such a mark are undecided.
-    pub uncertain: Option<String>,
-    /// The stream the instant was read from.
-    pub stream: Stream,
-    /// Compared with another stream, the true instant may lie up to this much before `at`
-    /// (a receive time lags its write) ...
-    pub early: SignedDuration,
-    /// ... or up to this much after `at + precision` (our request takes effect before it is
-    /// answered).
-    pub late: SignedDuration,
-    /// Why `early`/`late` are not zero, for the evidence.
-    pub stream_cause: Option<String>,
-    /// For our own requests: how much later than the request's effect the node may start to
-    /// react without fault, because the kubelet hears of it through its own watch of the API
-    /// server (`WATCH_DELIVERY`). Only an upper bound on a gap from this mark to a node mark
-    /// uses it (it delays reactions, never moves them earlier), and only to make undecided.
-    pub reaction: SignedDuration,
-    /// A `tickStopped` mark whose loop stalled before the kill (its last tick disagrees with
-    /// the container's finishedAt): the instant is finishedAt's, to the second.
-    pub tick_stalled: bool,
-}
-
-impl Hit {
-    fn new(at: Timestamp, precision: SignedDuration, clock: Clock, what: String) -> Self {
-        Hit {
-            at,
-            precision,
-            clock,
-            what,
-            cause: None,
-            uncertain: None,
-            stream: Stream::Status,
-            early: ZERO,
-            late: ZERO,
-            stream_cause: None,
-            tick_stalled: false,
-            reaction: ZERO,
-        }
-    }
-
-    /// A receive time of the pod watch.
-    fn pod_watch(mut self) -> Self {
-        self.stream = Stream::PodWatch;
-        self.early = WATCH_DELIVERY;
-        self.stream_cause = Some(format!(
-            "a pod watch receive time lags the write by up to {}",
-            crate::util::fmt_secs(WATCH_DELIVERY.as_secs_f64())
-        ));
-        self
-    }
-
-    fn stalled(mut self) -> Self {
-        self.tick_stalled = true;
-        self
-    }
-
-    fn log(mut self, container: &str, instance: u32) -> Self {
-        self.stream = Stream::Log(container.to_string(), instance);
-        self
-    }
-
-    /// The earliest and latest true instant when compared with a mark of another stream.
-    pub fn span(&self) -> (Timestamp, Timestamp) {
-        (self.at - self.early, self.at + self.precision + self.late)
-    }
-
-    /// The true instant when compared with a mark of the same stream (its order is the writer's).
-    pub fn same_stream(&self, other: &Hit) -> bool {
-        self.stream == other.stream
-    }
-
-    fn because(mut self, cause: impl Into<String>) -> Self {
-        if self.precision > ZERO {
-            self.cause = Some(cause.into());
-        }
-        self
-    }
-}
-
-/// Status times are truncated to the second.
-pub const STATUS_CAUSE: &str = "status times are whole seconds";
+pub use hit::{Clock, Hit, STATUS_CAUSE, Stream, WATCH_DELIVERY};
+pub use matchers::{Matcher, compile, matcher, template_value};
+use matchers::{event_hit, event_items, log_hit, log_matches};
 
 /// How many of a tick loop's last intervals measure its period: enough to see a stretched
 /// tick on a loaded node, few enough to describe the loop as it was when it stopped.
@@ -181,26 +26,6 @@ pub fn hms(t: Timestamp) -> String {
 
 const SECOND: SignedDuration = SignedDuration::from_secs(1);
 const ZERO: SignedDuration = SignedDuration::ZERO;
-
-/// Looks up template variables (`${pod.name}`, ...) in the observed pod.
-pub fn template_value(tl: &Timeline, name: &str) -> Option<String> {
-    let p = &tl.pod;
-    let v = match name {
-        "pod.name" => p.name.clone(),
-        "pod.namespace" => p.namespace.clone(),
-        "pod.uid" => p.uid.clone(),
-        "pod.ip" => p.pod_ips.first()?.clone(),
-        "pod.serviceAccountName" => p.service_account.clone()?,
-        "node.name" => p.node.clone()?,
-        "host.ip" => p.host_ips.first()?.clone(),
-        _ => return None,
-    };
-    (!v.is_empty()).then_some(v)
-}
-
-pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
-    p.compile(&|n| template_value(tl, n))
-}
 
 /// The instances a selector picks, in order.
 pub fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
@@ -631,87 +456,6 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             Ok(hit)
         }
     }
-}
-
-/// The lines a `log` mark matches, in time order, and the matcher's label.
-fn log_matches<'a>(l: &LogMark, tl: &'a Timeline) -> Result<(Vec<&'a LogLine>, String), String> {
-    let re = matcher(l.text(), tl)?;
-    let inst = log_instances(tl, &l.container, l.instance);
-    let mut lines: Vec<&LogLine> = tl
-        .logs
-        .iter()
-        .filter(|x| {
-            x.container == l.container.as_str()
-                && inst.as_ref().is_none_or(|v| v.contains(&x.instance))
-                && re.is_match(&x.text)
-        })
-        .collect();
-    lines.sort_by_key(|x| x.time);
-    Ok((lines, re.label()))
-}
-
-/// A log line as a mark hit (CRI timestamp, node clock).
-fn log_hit(line: &LogLine) -> Hit {
-    Hit::new(
-        line.time,
-        ZERO,
-        Clock::Node,
-        format!(
-            "\"{}\" {} log {}#{}",
-            line.text,
-            hms(line.time),
-            line.container,
-            line.instance
-        ),
-    )
-    .log(&line.container, line.instance)
-}
-
-/// The timeline's event items an event mark matches, in receive order.
-fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccurrence>, String> {
-    let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
-    Ok(tl
-        .events
-        .iter()
-        .filter(|o| {
-            o.reason == e.reason
-                && e.container
-                    .as_ref()
-                    .is_none_or(|c| o.container.as_deref() == Some(c.as_str()))
-                && re.as_ref().is_none_or(|r| r.is_match(&o.message))
-        })
-        .collect())
-}
-
-/// Repetition `at` of the event item `o` as a mark hit (receive time, harness clock).
-fn event_hit(o: &EventOccurrence, at: u32) -> Hit {
-    let mut hit = Hit::new(
-        o.received,
-        ZERO,
-        Clock::Harness,
-        format!("{} event #{at} received {}", o.reason, hms(o.received)),
-    );
-    hit.stream = Stream::Events;
-    // The event's own timestamp (its writer's clock, truncated) bounds the occurrence from
-    // below; without one, the watch's delivery delay does.
-    let early = o
-        .time
-        .filter(|t| *t <= o.received)
-        .map(|t| o.received.duration_since(t))
-        .unwrap_or(WATCH_DELIVERY);
-    hit.early = early;
-    hit.stream_cause = Some(match o.time {
-        Some(t) if t <= o.received => format!(
-            "the event was recorded at {} (its writer's clock), received {} later",
-            hms(t),
-            crate::util::fmt_secs(early.as_secs_f64())
-        ),
-        _ => format!(
-            "an event's receive time lags its write by up to {}",
-            crate::util::fmt_secs(WATCH_DELIVERY.as_secs_f64())
-        ),
-    });
-    hit
 }
 
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {

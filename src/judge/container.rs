@@ -1,0 +1,303 @@
+//! `container` expectations: a container's states, waiting reasons, restartCount and exit, with the states
+//! the API may skip (and why) and what a pod-watch gap could hide.
+
+use super::*;
+
+/// `container` with gaps: final state and restartCount need the pod watch up at the end; a
+/// waiting reason not seen may have been shown during a pod-watch gap. A restartCount already
+/// above its bound, or a container seen to start when it should never, stays failed.
+pub(super) fn container_gaps(c: &ContainerExpect, j: J, tl: &Timeline) -> J {
+    if j.outcome == Outcome::Undecided || tl.gaps.is_empty() {
+        return j;
+    }
+    if j.outcome == Outcome::Fail {
+        let seen_starting = c.never_started && j.has(Fact::StartedAgainstExpectation);
+        let over = c.restart_count.as_ref().is_some_and(|rc| {
+            let got = tl
+                .snapshots
+                .iter()
+                .rev()
+                .find_map(|s| s.container(&c.name))
+                .map(|s| u64::from(s.restart_count));
+            got.is_some_and(|g| rc.exactly.is_some_and(|e| g > e) || rc.at_most.is_some_and(|m| g > m))
+        });
+        if seen_starting || over || j.has(Fact::WaitingReasonOutside) {
+            return j;
+        }
+    }
+    // Every waiting state must have had an allowed reason: a pod-watch gap may hide one that had not.
+    if j.outcome == Outcome::Pass && !c.waiting_reasons_only.is_empty() {
+        return in_gap(j, tl.pod_gaps().next().map(|g| g.describe()));
+    }
+    if let Some(g) = stale_end(tl) {
+        return in_gap(j, Some(g));
+    }
+    if j.outcome == Outcome::Fail && j.has(Fact::WaitingReasonMissing) {
+        return in_gap(j, tl.pod_gaps().next().map(|g| g.describe()));
+    }
+    j
+}
+
+/// Evidence for states the API skipped: which, why that is allowed, and the proof.
+pub(super) fn skipped_note(skips: &[(String, String)]) -> String {
+    skips
+        .iter()
+        .map(|(state, proof)| {
+            format!("{state} not shown by the API (the kubelet's status manager batches its writes), but {proof}")
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
+    let name = c.name.as_str();
+    let last = tl.snapshots.iter().rev().find_map(|s| s.container(name));
+    let instances: Vec<_> = tl.instances_of(name).collect();
+    let logged = tl.logs_of(name, None).count();
+    let final_ = tl.settled();
+    if c.never_started {
+        if instances.is_empty() && logged == 0 {
+            return if final_ {
+                pass(format!("`{name}` never started"))
+            } else {
+                undecided(format!("`{name}` has not started so far"))
+            };
+        }
+        return fail(format!(
+            "`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed",
+            instances.len()
+        ))
+        .with(Fact::StartedAgainstExpectation);
+    }
+    let Some(st) = last else {
+        return if final_ {
+            fail(format!("no status observed for `{name}`"))
+        } else {
+            undecided(format!("no status for `{name}` yet"))
+        };
+    };
+    let mut problems = vec![];
+    let mut facts = vec![];
+    let mut early_fail = false;
+    let mut reasons_missing = false;
+    // Final state of the selected instance.
+    // With `instance: last`, state and reason are the current state's (a waiting reason such as
+    // CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's: while
+    // waiting that is lastState, i.e. the previous instance, which the evidence names.
+    let mut exit_of = String::new();
+    let (state_name, reason, exit_code) = match c.instance {
+        // `any`/`each` are rejected by validation for a final state; read them as `last`.
+        InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
+            let exit = match &st.state {
+                State::Terminated(t) => Some(t.exit_code),
+                _ => {
+                    if let Some(t) = &st.last_terminated {
+                        exit_of = match t.instance {
+                            Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
+                            None => " (of the last terminated instance)".into(),
+                        };
+                    }
+                    st.last_terminated.as_ref().map(|t| t.exit_code)
+                }
+            };
+            (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
+        }
+        InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
+            Some(i) => {
+                let state = if i.finished_at.is_some() || i.exit_code.is_some() {
+                    "terminated"
+                } else {
+                    "running"
+                };
+                (state.to_string(), i.reason.clone(), i.exit_code)
+            }
+            None => ("absent".to_string(), None, None),
+        },
+    };
+    let inst_label = match c.instance {
+        InstanceSel::Nth(n) => format!("{name}#{n}"),
+        _ => name.to_string(),
+    };
+    if let Some(s) = c.state {
+        let got = state_name.as_str();
+        facts.push(format!("state {got}"));
+        if got != s.to_string() {
+            problems.push(format!("state: expected {s}, observed {got}"));
+        }
+    }
+    if let Some(code) = c.exit_code {
+        facts.push(format!(
+            "exitCode {}{exit_of}",
+            exit_code.map_or("none".into(), |e| e.to_string())
+        ));
+        if exit_code != Some(code) {
+            problems.push(format!(
+                "exitCode: expected {code}, observed {}{exit_of}",
+                exit_code.map_or("none".into(), |e| e.to_string())
+            ));
+        }
+    }
+    if let Some(r) = &c.reason {
+        let got = reason.clone().unwrap_or_else(|| "none".into());
+        facts.push(format!("reason {got}"));
+        if reason.as_deref() != Some(r.as_str()) {
+            problems.push(format!("reason: expected {r}, observed {got}"));
+        }
+    }
+    if let Some(rc) = &c.restart_count {
+        let got = u64::from(st.restart_count);
+        facts.push(format!("restartCount {got}"));
+        if !rc.matches(got) {
+            problems.push(format!("restartCount: expected {rc}, observed {got}"));
+            if rc.exactly.is_some_and(|e| got > e) || rc.at_most.is_some_and(|m| got > m) {
+                early_fail = true;
+            }
+        }
+    }
+    // The selected instance's termination message: current state, else lastState.
+    let selected_message = || match c.instance {
+        InstanceSel::Nth(n) => instances
+            .iter()
+            .find(|i| i.instance == n)
+            .and_then(|i| i.message.clone()),
+        _ => match &st.state {
+            State::Terminated(t) => t.message.clone(),
+            _ => st.last_terminated.as_ref().and_then(|t| t.message.clone()),
+        },
+    };
+    if let Some(m) = &c.message {
+        let msg = selected_message();
+        match compile(m, tl) {
+            Ok(re) => {
+                let got = msg.unwrap_or_default();
+                facts.push(format!("message {got:?}"));
+                if !re.is_match(&got) {
+                    problems.push(format!("termination message: expected {m}, observed {got:?}"));
+                }
+            }
+            Err(why) => problems.push(format!("termination message: {why}")),
+        }
+    }
+    if let Some(want) = &c.message_equals {
+        let msg = selected_message();
+        match want.expand(&|n| marks::template_value(tl, n)) {
+            Ok(want) => {
+                let got = msg.unwrap_or_default();
+                facts.push(format!("message {got:?}"));
+                if got != want {
+                    problems.push(format!(
+                        "termination message: expected exactly {want:?}, observed {got:?}"
+                    ));
+                }
+            }
+            Err(why) => problems.push(format!("termination message: {why}")),
+        }
+    }
+    // The status flags as last reported (for the current instance).
+    if let Some(want) = c.ready {
+        facts.push(format!("ready {}", st.ready));
+        if st.ready != want {
+            problems.push(format!("ready: expected {want}, observed {}", st.ready));
+        }
+    }
+    if let Some(want) = c.started {
+        let got = st.started.map_or("absent".to_string(), |b| b.to_string());
+        facts.push(format!("started {got}"));
+        if st.started != Some(want) {
+            problems.push(format!("started: expected {want}, observed {got}"));
+        }
+    }
+    if !c.waiting_reasons_seen.is_empty() {
+        let seen: std::collections::BTreeSet<String> = tl
+            .snapshots
+            .iter()
+            .filter_map(|s| s.container(name))
+            .filter_map(|c| match &c.state {
+                State::Waiting { reason: Some(r), .. } => Some(r.clone()),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<_> = c
+            .waiting_reasons_seen
+            .iter()
+            .filter(|r| !seen.contains(*r))
+            .cloned()
+            .collect();
+        facts.push(format!(
+            "waiting reasons seen [{}]",
+            seen.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+        if !missing.is_empty() {
+            reasons_missing = true;
+            problems.push(format!(
+                "waiting reasons: expected to see [{}], observed [{}]",
+                missing.join(", "),
+                seen.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    let mut outside_seen = false;
+    if !c.waiting_reasons_only.is_empty() {
+        let outside: std::collections::BTreeSet<String> = tl
+            .snapshots
+            .iter()
+            .filter_map(|s| s.container(name))
+            .filter_map(|c| match &c.state {
+                State::Waiting { reason, .. } => Some(reason.clone().unwrap_or_else(|| "none".into())),
+                _ => None,
+            })
+            .filter(|r| !c.waiting_reasons_only.contains(r))
+            .collect();
+        facts.push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
+        if !outside.is_empty() {
+            // Seen, so final: no later state can undo it.
+            outside_seen = true;
+            early_fail = true;
+            problems.push(format!(
+                "waiting reasons: expected only [{}], observed also [{}]",
+                c.waiting_reasons_only.join(", "),
+                outside.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    // An instance the evidence says ran but was never seen (its status and log lost to a gap):
+    // what it did is unknown, not absent.
+    if state_name == "absent"
+        && !problems.is_empty()
+        && let InstanceSel::Nth(n) = c.instance
+        && let Some(g) = tl.gaps.iter().find(|g| {
+            g.source
+                == EvidenceSource::Logs {
+                    container: Some(name.to_string()),
+                    instance: Some(n),
+                }
+        })
+    {
+        return undecided(format!(
+            "{inst_label}: {}; undecided: {}",
+            problems.join("; "),
+            g.describe()
+        ));
+    }
+    let j = if problems.is_empty() {
+        if final_ {
+            pass(format!("{inst_label}: {}", facts.join(", ")))
+        } else {
+            undecided(format!("{inst_label}: {} so far (pod not settled)", facts.join(", ")))
+        }
+    } else if final_ || early_fail {
+        fail(format!("{inst_label}: {}", problems.join("; ")))
+    } else {
+        undecided(format!("{inst_label}: {} so far", problems.join("; ")))
+    };
+    let j = if outside_seen {
+        j.with(Fact::WaitingReasonOutside)
+    } else {
+        j
+    };
+    if reasons_missing {
+        j.with(Fact::WaitingReasonMissing)
+    } else {
+        j
+    }
+}

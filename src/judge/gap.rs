@@ -1,0 +1,368 @@
+//! `gap` expectations: the time between two marks (once, or per container instance) against its bounds,
+//! widened by each mark's precision and stream delay, each widening named.
+
+use super::*;
+
+pub(super) fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
+    if let Some(c) = &g.for_each_instance {
+        return gap_each(case, g, c, tl);
+    }
+    let missing = |r: &MarkRef, why: String| {
+        let e = format!("gap {}→{}: {why}", g.from.label(), g.to.label());
+        if tl.complete {
+            absent(case, r, tl, e)
+        } else {
+            undecided(e)
+        }
+    };
+    let a = match mark(case, &g.from, tl) {
+        Ok(h) => h,
+        Err(why) => return missing(&g.from, why),
+    };
+    let b = match mark(case, &g.to, tl) {
+        Ok(h) => h,
+        Err(why) => return missing(&g.to, why),
+    };
+    let resolution = (secs(a.precision), secs(b.precision));
+    let span = (a.at.min(b.at), a.at.max(b.at));
+    let mut j = gap_between(g, a, b);
+    if !j.measured.is_empty() {
+        j.measures = gap_measures(case, g, tl, resolution);
+    }
+    // The API server was down across the measured span: the kubelet heard of our request, or
+    // could act on it, only when it was back. A gap outside its bounds then says nothing about
+    // the node; one within them stands (the evidence still proves it).
+    if j.outcome == Outcome::Fail
+        && let Some(o) = tl
+            .gaps
+            .iter()
+            .find(|x| x.source == EvidenceSource::Api && x.overlaps(Some(span.0), Some(span.1)))
+    {
+        let mut u = undecided(format!("{}; undecided: {}", j.evidence, o.describe()));
+        u.measured = std::mem::take(&mut j.measured);
+        u.measures = std::mem::take(&mut j.measures);
+        u.marks = std::mem::take(&mut j.marks);
+        return u.with(Fact::ApiDown);
+    }
+    j
+}
+
+/// The description of a measured gap for `diff` (one per measured value).
+pub(super) fn gap_measures(
+    case: &Case,
+    g: &GapExpect,
+    tl: &Timeline,
+    resolution: (f64, f64),
+) -> Vec<measure::MeasureInfo> {
+    measure::gap_info(
+        case,
+        g,
+        Some(resolution),
+        &|c| tl.pod.probe_period(c),
+        tl.pod.any_probe_period(),
+    )
+    .into_iter()
+    .collect()
+}
+
+/// `forEachInstance`: the gap judged once per instance of the container, marks with
+/// `instance: each` bound to that instance. Fails on the first instance out of bounds, naming it.
+pub(super) fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timeline) -> J {
+    let label = format!(
+        "gap {}→{} for each instance of `{container}`",
+        g.from.label(),
+        g.to.label()
+    );
+    let (from, to) = match (lookup(case, &g.from), lookup(case, &g.to)) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(why), _) | (_, Err(why)) => return undecided(format!("{label}: {why}")),
+    };
+    // Instances known from status or from logs (a short-lived instance can miss the status).
+    let mut known: Vec<u32> = tl.instances_of(container).map(|i| i.instance).collect();
+    known.extend(tl.logs_of(container, None).map(|l| l.instance));
+    known.sort_unstable();
+    known.dedup();
+    let last = known.last().copied();
+    let mut measured = vec![];
+    let mut measures = vec![];
+    let mut per = vec![];
+    let mut skipped = vec![];
+    // Instances whose measurement a gap in the evidence prevented: the quantifier cannot pass
+    // over them ("for each instance" would then mean "for each instance we happened to see").
+    let mut unmeasured = vec![];
+    let mut marks_at = vec![];
+    let mut widened = false;
+    for &n in &known {
+        let (from_n, to_n) = (marks::for_instance(&from, n), marks::for_instance(&to, n));
+        let hidden = |spec: &MarkSpec| marks::hiding_gaps(spec, tl, None).first().map(|g| g.describe());
+        let a = resolve(&from_n, tl);
+        let b = resolve(&to_n, tl);
+        let (a, b) = match (a, b) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(why), _) => {
+                // An instance without its `from` mark is not part of the quantifier (e.g. an
+                // instance that never logged the line the gap starts at), unless a gap of the
+                // mark's source could hide it.
+                match hidden(&from_n) {
+                    Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `from` may lie in a gap: {g}")),
+                    None => skipped.push(format!("#{n} not measured: {why}")),
+                }
+                continue;
+            }
+            (Ok(a), Err(why)) => {
+                // The newest instance may still be running, or be stopped by the case's own end.
+                if Some(n) == last {
+                    skipped.push(format!("#{n} not measured: {why}"));
+                    continue;
+                }
+                if !evidence_is_whole(tl) {
+                    match hidden(&to_n) {
+                        Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `to` may lie in a gap: {g}")),
+                        None if !tl.complete => skipped.push(format!("#{n} not measured: {why}")),
+                        None => {
+                            let mut j = fail(format!(
+                                "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
+                                a.what
+                            ))
+                            .with(Fact::MarkAbsent);
+                            j.measured = measured;
+                            j.measures = measures;
+                            return j;
+                        }
+                    }
+                    continue;
+                }
+                let mut j = fail(format!(
+                    "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
+                    a.what
+                ));
+                j.measured = measured;
+                j.measures = measures;
+                return j;
+            }
+        };
+        let resolution = (secs(a.precision), secs(b.precision));
+        let j = gap_between(g, a.clone(), b.clone());
+        measured.extend(j.measured.iter().copied());
+        if !j.measured.is_empty() {
+            measures.extend(gap_measures(case, g, tl, resolution));
+        }
+        marks_at.extend(j.marks.iter().cloned());
+        if j.outcome == Outcome::Undecided {
+            unmeasured.push(format!("#{n}: {}", j.evidence));
+            continue;
+        }
+        if j.outcome == Outcome::Fail {
+            let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
+            f.measured = measured;
+            f.measures = measures;
+            f.marks = j.marks;
+            return f;
+        }
+        if j.has(Fact::ToleranceWidened) {
+            widened = true;
+        }
+        per.push(format!("#{n} {}", fmt_secs(*j.measured.first().unwrap_or(&0.0))));
+    }
+    if widened {
+        skipped.push("status times are whole seconds: each tolerance widened by their precision".into());
+    }
+    let skipped_note = if skipped.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", skipped.join("; "))
+    };
+    let mut j = if !unmeasured.is_empty() {
+        let e = format!(
+            "{label}: {} instance(s) within {}{}{skipped_note}; undecided: {}",
+            per.len(),
+            bounds_text(g),
+            if per.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", per.join(", "))
+            },
+            unmeasured.join("; ")
+        );
+        undecided(e).with(Fact::InstanceUnmeasured)
+    } else if per.is_empty() {
+        let e = format!("{label}: no instance with both marks{skipped_note}");
+        if evidence_is_whole(tl) {
+            fail(e).with(Fact::MarkAbsent)
+        } else {
+            undecided(e)
+        }
+    } else {
+        let e = format!(
+            "{label}: {} instance(s) within {}: {}{skipped_note}",
+            per.len(),
+            bounds_text(g),
+            per.join(", ")
+        );
+        if tl.complete {
+            pass(e)
+        } else {
+            undecided(format!("{e} so far"))
+        }
+    };
+    j.measured = measured;
+    j.measures = measures;
+    j.marks = marks_at;
+    j
+}
+
+/// `5s ±300ms`, `at most 2s`, ...
+pub(super) fn bounds_text(g: &GapExpect) -> String {
+    match (g.target, g.tolerance, g.min, g.max) {
+        (Some(t), tol, _, _) => format!("{} ±{}", t, fmt_secs(tol.map(|d| d.as_secs_f64()).unwrap_or(0.0))),
+        (None, _, Some(a), Some(b)) => format!("between {a} and {b}"),
+        (None, _, Some(a), None) => format!("at least {a}"),
+        (None, _, None, Some(b)) => format!("at most {b}"),
+        (None, _, None, None) => "any".into(),
+    }
+}
+
+/// Judges a gap between two resolved marks.
+pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
+    let measured = secs(b.at.duration_since(a.at));
+    // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
+    let below = secs(a.precision);
+    let above = secs(b.precision);
+    let lo_true = measured - below;
+    let hi_true = measured + above;
+    // Across two streams each end also carries its stream's delay: a receive time lags its
+    // write (an event's own time, whole seconds, bounds it), our request takes effect before
+    // it is answered. Those delays are known only as bounds, so they never make a pass: they
+    // only turn a measurement outside the bounds by less than them into undecided.
+    let cross = !a.same_stream(&b);
+    let (mut lag_below, lag_above) = if cross {
+        (secs(a.late) + secs(b.early), secs(b.late) + secs(a.early))
+    } else {
+        (0.0, 0.0)
+    };
+    // From our request to the node's reaction, the kubelet's own watch delivery is part of the
+    // measured gap: on a loaded API server or machine it hears of a DELETE late (live, after an
+    // outage: a preStop hook called 289 ms after the DELETE was answered). It only excuses an
+    // upper bound, as undecided; node-side gaps (TERM→kill) keep judging the node precisely.
+    let reaction = if cross && b.stream != Stream::Action {
+        secs(a.reaction)
+    } else {
+        0.0
+    };
+    lag_below += reaction;
+    let (lo, hi, expected) = match (g.target, g.tolerance, g.min, g.max) {
+        (Some(t), tol, _, _) => {
+            let tol = tol.map(|d| d.as_secs_f64()).unwrap_or(0.0);
+            (
+                Some(t.as_secs_f64() - tol),
+                Some(t.as_secs_f64() + tol),
+                format!("{} ±{}", t, fmt_secs(tol)),
+            )
+        }
+        (None, _, min, max) => {
+            let e = match (min, max) {
+                (Some(a), Some(b)) => format!("between {a} and {b}"),
+                (Some(a), None) => format!("at least {a}"),
+                (None, Some(b)) => format!("at most {b}"),
+                (None, None) => "any".into(),
+            };
+            (min.map(|d| d.as_secs_f64()), max.map(|d| d.as_secs_f64()), e)
+        }
+    };
+    let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
+    let ok = within(lo_true, hi_true);
+    let ok_with_lag = within(lo_true - lag_below, hi_true + lag_above);
+    let mut notes = vec![];
+    let widen = below + above;
+    // The measurement with its uncertainty: the true gap lies in (m − from's, m + to's precision).
+    let mut shown = fmt_secs(measured);
+    if widen > 0.0 {
+        shown.push_str(&format!(" (+{}/−{})", fmt_secs(above), fmt_secs(below)));
+        let mut causes: Vec<&str> = vec![];
+        for c in [&a.cause, &b.cause].into_iter().flatten() {
+            if !causes.contains(&c.as_str()) {
+                causes.push(c);
+            }
+        }
+        notes.push(format!(
+            "tolerance widened by {}: {}",
+            fmt_secs(widen),
+            causes.join("; ")
+        ));
+    }
+    if a.clock != b.clock {
+        notes.push("mixed clocks: harness and node".to_string());
+    }
+    let note = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", notes.join("; "))
+    };
+    // A measurement coarser than the window it is judged against cannot show the node inside
+    // it: never a pass (a broken node would pass as well), undecided unless surely outside.
+    let window = match (lo, hi) {
+        (Some(l), Some(h)) => Some(h - l),
+        _ => None,
+    };
+    let coarse = window.is_some_and(|w| widen > w + 1e-9);
+    let ev = format!(
+        "gap {}→{}: expected {expected}, measured {shown} ({}; {}){note}",
+        g.from.label(),
+        g.to.label(),
+        a.what,
+        b.what
+    );
+    let marks = vec![
+        MarkAt {
+            label: g.from.label(),
+            at: a.at,
+        },
+        MarkAt {
+            label: g.to.label(),
+            at: b.at,
+        },
+    ];
+    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
+        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
+        let mut j = undecided(format!("{ev}; undecided: {why}"));
+        j.marks = marks;
+        return j;
+    }
+    let mut j = if ok && coarse {
+        undecided(format!(
+            "{ev}; undecided: the measurement's uncertainty ({}) is wider than the expectation's window ({})",
+            fmt_secs(widen),
+            fmt_secs(window.unwrap_or_default())
+        ))
+        .with(Fact::CoarserThanTolerance)
+    } else if ok {
+        pass(ev)
+    } else if ok_with_lag {
+        undecided(format!(
+            "{ev}; undecided: outside the bounds by less than the delay between the two streams (−{}/+{}: {}{})",
+            fmt_secs(lag_below),
+            fmt_secs(lag_above),
+            stream_causes(&a, &b),
+            if reaction > 0.0 {
+                format!(
+                    "; the kubelet hears of our request through its own watch, up to {} late under load",
+                    fmt_secs(reaction)
+                )
+            } else {
+                String::new()
+            }
+        ))
+        .with(Fact::OrderWithinUncertainty)
+    } else {
+        fail(ev)
+    };
+    if widen > 0.0 {
+        j = j.with(Fact::ToleranceWidened);
+    }
+    if a.tick_stalled || b.tick_stalled {
+        j = j.with(Fact::KillDisagreesWithFinishedAt);
+    }
+    j.measured = vec![measured];
+    j.marks = marks;
+    j
+}

@@ -1,0 +1,205 @@
+//! `never` expectations: no occurrence of a mark (at all, before another, or in a window after one), where
+//! an occurrence only a gap or a status time's 1 s precision could place is undecided, not a failure.
+
+use super::*;
+
+pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
+    if let Some(after) = &n.after {
+        return never_after(case, n, after, tl);
+    }
+    let m = mark(case, &n.mark, tl);
+    match &n.before {
+        // An occurrence seen is seen; an absence is only proven where the source was up.
+        None => match m {
+            Ok(h) => fail(format!("never {}: it occurred ({})", n.mark.label(), h.what)),
+            Err(_) if tl.complete && event_reason(case, &n.mark).is_some() => {
+                // An event's absence is only as strong as the event stream: its own reason's
+                // events may have reached the recorder's burst (live runs saw 39 events of one
+                // pod from the kubelet, so the burst is not per pod alone).
+                let reason = event_reason(case, &n.mark);
+                let j = match events_lossy(tl, reason.as_deref()) {
+                    Some(why) => undecided(format!("never {}: not seen; undecided: {why}", n.mark.label())),
+                    None => pass(format!(
+                        "never {}: did not occur [{EVENTS_NOTE}; none were seen dropped or aggregated]",
+                        n.mark.label()
+                    )),
+                };
+                in_gap(j.with(Fact::EventsLossy), hidden_by(case, &n.mark, tl, None))
+            }
+            Err(_) if tl.complete => in_gap(
+                pass(format!("never {}: did not occur", n.mark.label())),
+                hidden_by(case, &n.mark, tl, None),
+            ),
+            Err(_) => undecided(format!("never {}: not so far", n.mark.label())),
+        },
+        Some(before) => {
+            let b = mark(case, before, tl);
+            // `m` before `b` is refuted by an earlier `b` hidden in a gap; `m` not before `b` by
+            // an `m` hidden before `b`.
+            let b_hidden_before = |t: Timestamp| hidden_by(case, before, tl, Some(t));
+            let m_hidden_before = |t: Timestamp| hidden_by(case, &n.mark, tl, Some(t));
+            let j = match (&m, &b) {
+                (Ok(h), Ok(bh)) if h.at < bh.at => Some(b_hidden_before(h.at)),
+                (Ok(h), Err(_)) => Some(b_hidden_before(h.at)),
+                (_, Ok(bh)) => Some(m_hidden_before(bh.at)),
+                // Neither came: `before` may hide in a gap.
+                (Err(_), Err(_)) => Some(hidden_by(case, before, tl, None)),
+            };
+            let verdict = never_before(n, before, m, b, tl);
+            match j {
+                Some(gap) => in_gap(verdict, gap),
+                None => verdict,
+            }
+        }
+    }
+}
+
+pub(super) fn never_before(
+    n: &NeverExpect,
+    before: &MarkRef,
+    m: Result<Hit, String>,
+    b: Result<Hit, String>,
+    tl: &Timeline,
+) -> J {
+    {
+        {
+            match (m, b) {
+                // Across streams, "first" is only proven beyond both marks' uncertainty.
+                (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => {
+                    undecided(format!(
+                        "never {} before {}: it was seen first ({}; {}), within their uncertainty: {}",
+                        n.mark.label(),
+                        before.label(),
+                        h.what,
+                        bh.what,
+                        stream_causes(&h, &bh)
+                    ))
+                    .with(Fact::OrderWithinUncertainty)
+                }
+                (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
+                    "never {} before {}: it occurred first ({}; {})",
+                    n.mark.label(),
+                    before.label(),
+                    h.what,
+                    bh.what
+                )),
+                (Ok(h), Err(_)) => fail(format!(
+                    "never {} before {}: it occurred ({}) and {} did not",
+                    n.mark.label(),
+                    before.label(),
+                    h.what,
+                    before.label()
+                )),
+                (_, Ok(bh)) => pass(format!(
+                    "never {} before {} ({})",
+                    n.mark.label(),
+                    before.label(),
+                    bh.what
+                )),
+                (Err(_), Err(why)) => {
+                    if tl.complete {
+                        // `before` is part of the experiment: with whole evidence, its absence is
+                        // the node's (the caller makes it undecided when a gap could hide it).
+                        fail(format!(
+                            "never {} before {}: {} never came ({why}), and the observation is complete",
+                            n.mark.label(),
+                            before.label(),
+                            before.label()
+                        ))
+                        .with(Fact::MarkAbsent)
+                    } else {
+                        undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `never: {mark: X, after: A}` (optionally `before: B`): no occurrence of X strictly after A
+/// (and strictly before B). Every occurrence of X counts, not only the first. An occurrence
+/// that only the 1 s precision of a status time places on either side is undecided, not a
+/// failure.
+pub(super) fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Timeline) -> J {
+    let mut window = format!("never {} after {}", n.mark.label(), after.label());
+    if let Some(b) = &n.before {
+        window.push_str(&format!(" before {}", b.label()));
+    }
+    let a = match mark(case, after, tl) {
+        Ok(h) => h,
+        Err(why) if tl.complete => return absent(case, after, tl, format!("{window}: the window never opened: {why}")),
+        Err(why) => return undecided(format!("{window}: waiting: {why}")),
+    };
+    let b = n.before.as_ref().map(|r| mark(case, r, tl));
+    let spec = match lookup(case, &n.mark) {
+        Ok(s) => s,
+        Err(why) => return undecided(format!("{window}: {why}")),
+    };
+    let mut maybe = None;
+    for h in marks::resolve_all(&spec, tl) {
+        // True instants: X in [h.at, h.at + ph), A in [a.at, a.at + pa), B likewise.
+        let surely_after = h.at > a.at && h.at >= crate::util::ts_add(a.at, a.precision);
+        let maybe_after = crate::util::ts_add(h.at, h.precision) > a.at
+            && !(h.at == a.at && h.precision.is_zero() && a.precision.is_zero());
+        let (surely_before, maybe_before) = match &b {
+            Some(Ok(bh)) => (
+                crate::util::ts_add(h.at, h.precision) <= bh.at && h.at < bh.at,
+                h.at < crate::util::ts_add(bh.at, bh.precision)
+                    && !(h.at == bh.at && h.precision.is_zero() && bh.precision.is_zero()),
+            ),
+            // No `before`, or it has not happened: the window is still open.
+            _ => (true, true),
+        };
+        // An instant a gap makes uncertain is never proof of being inside.
+        if surely_after && surely_before && h.uncertain.is_none() && a.uncertain.is_none() {
+            let bound = match &b {
+                Some(Ok(bh)) => format!("; {}", bh.what),
+                Some(Err(_)) => format!(
+                    "; {} not (yet) seen",
+                    n.before.as_ref().map(|r| r.label()).unwrap_or_default()
+                ),
+                None => String::new(),
+            };
+            let mut j = fail(format!(
+                "{window}: it occurred inside the window ({}; after {}{bound})",
+                h.what, a.what
+            ));
+            j.marks = vec![
+                MarkAt {
+                    label: after.label(),
+                    at: a.at,
+                },
+                MarkAt {
+                    label: n.mark.label(),
+                    at: h.at,
+                },
+            ];
+            return j;
+        }
+        if maybe_after && maybe_before && maybe.is_none() {
+            maybe = Some(h.what.clone());
+        }
+    }
+    if let Some(what) = maybe {
+        return undecided(format!(
+            "{window}: an occurrence lies on the window's edge within the 1 s precision of status times ({what}; {})",
+            a.what
+        ));
+    }
+    // An absence is only proven where the source was up.
+    let hidden = hidden_by(case, &n.mark, tl, None);
+    match &b {
+        Some(Ok(bh)) => in_gap(
+            pass(format!("{window}: not inside ({} .. {})", a.what, bh.what)),
+            hidden,
+        ),
+        Some(Err(why)) if tl.complete => absent(
+            case,
+            n.before.as_ref().expect("Some(Err) comes from `before`"),
+            tl,
+            format!("{window}: the window never closed: {why}"),
+        ),
+        _ if tl.complete => in_gap(pass(format!("{window}: did not occur after {}", a.what)), hidden),
+        _ => undecided(format!("{window}: not so far (after {})", a.what)),
+    }
+}

@@ -1,0 +1,144 @@
+//! The step check: did a finished timeline do what the case's steps say (every `waitFor` reached, each
+//! delete, patch, exec, object change and ephemeral container in order)? Otherwise verdicts judge another experiment.
+
+use super::*;
+
+/// Checks that a finished timeline (a recording, or a run's timeline JSON) did what the case's
+/// steps say: every `waitFor` reached, a delete (with the same grace override) and a patch for
+/// each such step, in order. Otherwise the verdicts would judge a different experiment. A
+/// `waitFor` whose mark could hide in a gap of the evidence is undecided, not failed.
+pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
+    let (problem, waited) = steps_problem(case, tl)?;
+    let gap = waited.and_then(|r| mark_hidden(case, r, tl));
+    Some(Verdict {
+        index: usize::MAX,
+        kind: "step".into(),
+        outcome: if gap.is_some() {
+            Outcome::Undecided
+        } else {
+            Outcome::Fail
+        },
+        evidence: match gap {
+            Some(g) => format!("{problem}; undecided: {g}"),
+            None => problem,
+        },
+        measured: vec![],
+        marks: vec![],
+        measures: vec![],
+        facts: vec![],
+        subject: "step".into(),
+    })
+}
+
+/// The first step the timeline contradicts, and the `waitFor` mark if that is the step.
+pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'a MarkRef>)> {
+    use crate::observe::ActionKind;
+    let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
+    let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
+    let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
+    let mut execs = tl.actions.iter().filter(|a| a.kind == ActionKind::Exec);
+    let mut objects = tl
+        .actions
+        .iter()
+        .filter(|a| matches!(a.kind, ActionKind::UpdateObject | ActionKind::DeleteObject));
+    for (i, s) in case.steps.iter().enumerate() {
+        let problem = match &s.value {
+            Step::WaitFor(w) => {
+                if let Err(why) = mark_occurred(case, &w.until, tl) {
+                    return Some((
+                        format!("steps[{i}] waitFor: the recording never reaches it: {why}"),
+                        Some(&w.until),
+                    ));
+                }
+                None
+            }
+            Step::Delete(d) => match deletes.next() {
+                None => Some(format!("steps[{i}] delete: the recording has no delete")),
+                Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
+                    "steps[{i}] delete: grace override {:?} but the recording used {:?}",
+                    d.grace_period_seconds, a.grace_period_seconds
+                )),
+                Some(_) => None,
+            },
+            Step::Sleep(_) => None,
+            // The same command in the same container.
+            Step::Exec(x) => match execs.next().and_then(|a| a.exec.as_ref()) {
+                None => Some(format!("steps[{i}] exec: the recording has no exec `{}`", x.name.value)),
+                Some(r)
+                    if r.name != x.name.value || r.container != x.container.value || r.command != x.command.value =>
+                {
+                    Some(format!(
+                        "steps[{i}] exec: `{}` ({} in `{}`) but the recording ran `{}` ({} in `{}`)",
+                        x.name.value,
+                        x.command.value.join(" "),
+                        x.container.value,
+                        r.name,
+                        r.command.join(" "),
+                        r.container
+                    ))
+                }
+                Some(_) => None,
+            },
+            // The same change of the same object (`ConfigMap/name`).
+            Step::Object(o) => {
+                let (kind, verb) = if o.delete.is_some() {
+                    (ActionKind::DeleteObject, "delete")
+                } else {
+                    (ActionKind::UpdateObject, "apply")
+                };
+                let path = o
+                    .apply
+                    .as_ref()
+                    .or(o.delete.as_ref())
+                    .map(|m| m.value.as_str())
+                    .unwrap_or("");
+                match objects.next() {
+                    None => Some(format!(
+                        "steps[{i}] object: the recording has no object {verb} ({path})"
+                    )),
+                    Some(a) if a.kind != kind => Some(format!(
+                        "steps[{i}] object: {verb} {path} but the recording did the other ({})",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
+            // The same container, sent the same way (`debugger via patch`).
+            Step::Ephemeral(e) => {
+                let want = format!("{} via {}", e.name(), e.via.as_str());
+                match ephemerals.next() {
+                    None => Some(format!(
+                        "steps[{i}] ephemeral: the recording added no ephemeral container"
+                    )),
+                    Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
+                        "steps[{i}] ephemeral: `{want}` but the recording added `{}`",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
+            Step::Patch(p) => match patches.next() {
+                None => Some(format!("steps[{i}] patch: the recording has no patch")),
+                Some(a) => {
+                    // A run's timeline keeps the patch body; a different deadline is a different experiment.
+                    let sent = a
+                        .detail
+                        .as_deref()
+                        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                        .and_then(|v| v.pointer("/spec/activeDeadlineSeconds").and_then(|x| x.as_i64()));
+                    match (&p.active_deadline_seconds, sent) {
+                        (Some(want), Some(got)) if want.value != got => Some(format!(
+                            "steps[{i}] patch: activeDeadlineSeconds {} but the recording sent {got}",
+                            want.value
+                        )),
+                        _ => None,
+                    }
+                }
+            },
+        };
+        if let Some(p) = problem {
+            return Some((p, None));
+        }
+    }
+    None
+}

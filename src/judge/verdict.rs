@@ -1,0 +1,174 @@
+//! What the judge returns: the verdict of one expectation (outcome, evidence, measurements, marks, facts),
+//! and `J`, the judgement under construction that every expectation kind builds.
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::measure;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// The timeline ended (or has not yet got far enough) to decide.
+    Undecided,
+}
+
+/// The judgement of one expectation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// Index in the case's `expect` list.
+    pub index: usize,
+    pub kind: String,
+    pub outcome: Outcome,
+    /// One line: expectation, measurement, marks used.
+    pub evidence: String,
+    /// Measured values in seconds (gaps, back-off intervals), for statistics and diffs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<f64>,
+    /// The instants of the marks used (a gap's from and to, an order's chain), for timelines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<MarkAt>,
+    /// One per `measured` value: its precision, bounds and noise class, for `podlife diff`
+    /// (absent in reports written before podlife 0.1 recorded it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measures: Vec<measure::MeasureInfo>,
+    /// What the verdict rests on, as typed facts: later stages (gap handling, statistics,
+    /// reports) branch on these, never on the wording of `evidence`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<Fact>,
+    /// What was judged, e.g. "gap `term`→`kill`" (statistics and `diff` label measurements
+    /// with it; empty in reports written before podlife recorded it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subject: String,
+}
+
+/// A fact a verdict rests on, beside its evidence text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Fact {
+    /// Fewer restart intervals than required were observed (`backoff`).
+    TooFewIntervals,
+    /// A container expected never to start was seen to start: no gap can undo that.
+    StartedAgainstExpectation,
+    /// A waiting reason the expectation requires was never seen.
+    WaitingReasonMissing,
+    /// A waiting reason outside `waitingReasonsOnly` was seen: no gap can undo that.
+    WaitingReasonOutside,
+    /// A forbidden condition transition was seen: no gap can undo that.
+    ForbiddenTransitionSeen,
+    /// The STATUS a `statusRow` describes was never shown (as opposed to shown and contradicted).
+    StatusNeverShown,
+    /// A measurement's tolerance was widened by the precision of its marks.
+    ToleranceWidened,
+    /// A required mark never came although the evidence is whole: a failure of the node.
+    MarkAbsent,
+    /// Two marks of different streams are closer than their streams' delays allow to decide
+    /// (an order inverted, or a gap outside its bounds, by less than that): undecided.
+    OrderWithinUncertainty,
+    /// The measurement's uncertainty is wider than the expectation's window.
+    CoarserThanTolerance,
+    /// An instance could not be measured because its evidence fell in a gap.
+    InstanceUnmeasured,
+    /// The verdict rests on the absence or exact count of Kubernetes Events, which the kubelet's
+    /// recorder may rate-limit, aggregate or drop on a healthy node.
+    EventsLossy,
+    /// A kill time read from a tick loop disagrees with the container's `finishedAt`.
+    KillDisagreesWithFinishedAt,
+    /// The API server was down across what was measured (see `EvidenceSource::Api`).
+    ApiDown,
+    /// The pod was created with `spec.nodeName`: what only the scheduler writes (the
+    /// `Scheduled` event, PodScheduled before the kubelet's first status) cannot be judged.
+    BoundWithoutScheduler,
+}
+
+/// A resolved mark as reported: its label and instant.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkAt {
+    pub label: String,
+    pub at: Timestamp,
+}
+
+/// True when every verdict passed.
+pub fn all_pass(v: &[Verdict]) -> bool {
+    v.iter().all(|v| v.outcome == Outcome::Pass)
+}
+
+/// True when no verdict is still undecided.
+pub fn all_decided(v: &[Verdict]) -> bool {
+    v.iter().all(|v| v.outcome != Outcome::Undecided)
+}
+
+/// A judgement under construction: each expectation kind builds one (`pass`, `fail`, `undecided`,
+/// then `in_gap` and `with` a fact), and `judge` turns it into the `Verdict` with index, kind and subject.
+pub(super) struct J {
+    pub(super) outcome: Outcome,
+    pub(super) evidence: String,
+    pub(super) measured: Vec<f64>,
+    pub(super) marks: Vec<MarkAt>,
+    pub(super) measures: Vec<measure::MeasureInfo>,
+    pub(super) facts: Vec<Fact>,
+}
+
+impl J {
+    pub(super) fn with(mut self, f: Fact) -> J {
+        if !self.facts.contains(&f) {
+            self.facts.push(f);
+        }
+        self
+    }
+    pub(super) fn has(&self, f: Fact) -> bool {
+        self.facts.contains(&f)
+    }
+}
+
+pub(super) fn pass(e: impl Into<String>) -> J {
+    J {
+        outcome: Outcome::Pass,
+        evidence: e.into(),
+        measured: vec![],
+        marks: vec![],
+        measures: vec![],
+        facts: vec![],
+    }
+}
+
+pub(super) fn fail(e: impl Into<String>) -> J {
+    J {
+        outcome: Outcome::Fail,
+        evidence: e.into(),
+        measured: vec![],
+        marks: vec![],
+        measures: vec![],
+        facts: vec![],
+    }
+}
+
+/// A decided verdict that a gap in the evidence could overturn becomes undecided, naming the gap.
+pub(super) fn in_gap(j: J, gap: Option<String>) -> J {
+    match gap {
+        Some(g) if j.outcome != Outcome::Undecided => J {
+            outcome: Outcome::Undecided,
+            evidence: format!("{}; undecided: {g}", j.evidence),
+            measured: vec![],
+            marks: j.marks,
+            measures: vec![],
+            facts: j.facts,
+        },
+        _ => j,
+    }
+}
+
+pub(super) fn undecided(e: impl Into<String>) -> J {
+    J {
+        outcome: Outcome::Undecided,
+        evidence: e.into(),
+        measured: vec![],
+        marks: vec![],
+        measures: vec![],
+        facts: vec![],
+    }
+}

@@ -1,0 +1,192 @@
+//! Steps: what a case does to its pod while it runs (`Step`: waitFor, delete, patch, sleep, exec, object,
+//! ephemeral), in order.
+
+use super::*;
+
+/// A step the runner performs. The pod is applied first (implicit).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub enum Step {
+    /// Wait until a mark occurs (a mark name, or an inline mark).
+    WaitFor(WaitFor),
+    /// Delete the pod, optionally overriding the grace period.
+    Delete(DeleteStep),
+    /// Wait a fixed time.
+    Sleep(Dur),
+    /// Merge-patch the pod's labels and/or annotations (a null value removes a key).
+    Patch(PatchStep),
+    /// Add an ephemeral container to the running pod through its `ephemeralcontainers`
+    /// subresource; expectations name it like any container.
+    Ephemeral(EphemeralStep),
+    /// Run a command in a running container through the API server's `exec` subresource
+    /// (websocket streaming to the kubelet and the runtime); its stdout, stderr and exit status
+    /// are recorded with our action and judged by an `exec` expectation.
+    Exec(ExecStep),
+    /// Change an auxiliary object while the pod runs: apply a new version of an object of
+    /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
+    /// one this case created.
+    Object(ObjectStep),
+}
+
+/// `exec: {name: marco, container: debugger, command: [/bin/echo, marco], timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecStep {
+    /// The name `exec` expectations refer to (`[a-z0-9-]`, unique in the case).
+    pub name: Loc<String>,
+    /// The container to run it in (a container, a started sidecar or an ephemeral container).
+    pub container: Loc<String>,
+    /// The command and its arguments (no shell unless the command is one).
+    pub command: Loc<Vec<String>>,
+    /// Bound on the whole exec: connect, run, output (default 30s). A command still running
+    /// then is recorded as timed out (undecided), never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// Default bound on an `exec` step: far above what an `echo` or a `cat` takes through the
+/// kubelet's streaming server (well under a second on a loaded node), below a case timeout.
+pub const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `object: {apply: manifests/x.yaml}` or `object: {delete: manifests/x.yaml}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObjectStep {
+    /// Server-side apply of this one-object manifest (a ConfigMap or Secret): a new version of
+    /// an object of `objects:` (same kind and name), or an object created later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply: Option<Loc<String>>,
+    /// Delete the object this manifest names (kind and name), which the case created (in
+    /// `objects:` or by an earlier `object: {apply}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete: Option<Loc<String>>,
+}
+
+/// `ephemeral: {container: {name: debugger, image: ${image.busybox}, command: [...]}, via: patch}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct EphemeralStep {
+    /// The ephemeral container as in `spec.ephemeralContainers` (name, image, command, args,
+    /// targetContainerName, ...); `${image.NAME}` templates as in manifests.
+    pub container: Loc<serde_json::Value>,
+    /// How it is sent: `patch` (a strategic merge patch of the subresource, as `kubectl debug`
+    /// does; default) or `update` (the subresource read, the container appended, the pod's
+    /// ephemeral containers replaced with a PUT).
+    #[serde(default)]
+    pub via: EphemeralVia,
+}
+
+impl EphemeralStep {
+    /// The container's name (validation ensures it has one).
+    pub fn name(&self) -> &str {
+        self.container
+            .value
+            .get("name")
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EphemeralVia {
+    #[default]
+    Patch,
+    Update,
+}
+
+impl EphemeralVia {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EphemeralVia::Patch => "patch",
+            EphemeralVia::Update => "update",
+        }
+    }
+}
+
+/// `patch: {labels: {k: v}, annotations: {k: v}, activeDeadlineSeconds: 5, containerImages: {main: ref}}`:
+/// a strategic merge patch of the running pod. Only what the API lets a running pod change is
+/// accepted: metadata labels and annotations, `spec.activeDeadlineSeconds` (set, or lowered) and
+/// the image of a container or init container.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchStep {
+    /// Labels to set (a null value removes the key).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Option<String>>,
+    /// Annotations to set (a null value removes the key).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, Option<String>>,
+    /// New `spec.activeDeadlineSeconds` (≥ 1; the API accepts setting it or lowering it, never
+    /// raising it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<Loc<i64>>,
+    /// New images by container name (`main: ${image.busybox}`); templates as in manifests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub container_images: BTreeMap<String, Loc<String>>,
+}
+
+impl PatchStep {
+    /// True when the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty()
+            && self.annotations.is_empty()
+            && self.active_deadline_seconds.is_none()
+            && self.container_images.is_empty()
+    }
+
+    /// The strategic merge patch for the pod: maps merge key by key (null removes), and
+    /// containers merge by name, so only the named containers' images change. `init` says which
+    /// container names are init containers (they live in `spec.initContainers`); `render`
+    /// resolves `${image.NAME}` templates.
+    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool, render: &dyn Fn(&str) -> String) -> serde_json::Value {
+        let mut patch = serde_json::Map::new();
+        let mut meta = serde_json::Map::new();
+        if !self.labels.is_empty() {
+            meta.insert("labels".into(), serde_json::json!(self.labels));
+        }
+        if !self.annotations.is_empty() {
+            meta.insert("annotations".into(), serde_json::json!(self.annotations));
+        }
+        if !meta.is_empty() {
+            patch.insert("metadata".into(), meta.into());
+        }
+        let mut spec = serde_json::Map::new();
+        if let Some(d) = &self.active_deadline_seconds {
+            spec.insert("activeDeadlineSeconds".into(), d.value.into());
+        }
+        for (name, image) in &self.container_images {
+            let key = if init(name) { "initContainers" } else { "containers" };
+            let list = spec
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Array(vec![]))
+                .as_array_mut()
+                .expect("a list");
+            list.push(serde_json::json!({"name": name, "image": render(&image.value)}));
+        }
+        if !spec.is_empty() {
+            patch.insert("spec".into(), spec.into());
+        }
+        patch.into()
+    }
+}
+
+/// `waitFor: {until: <mark>, timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WaitFor {
+    /// The mark to wait for.
+    pub until: MarkRef,
+    /// How long to wait (default: the suite's `defaults.waitTimeout`, else 60s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// `delete: {gracePeriodSeconds: 2}` (`delete: {}` uses the pod's own grace).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeleteStep {
+    /// Grace period override sent with the DELETE request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_period_seconds: Option<i64>,
+}
