@@ -1,0 +1,305 @@
+//! Running one case (`CaseRun`): live against a cluster, or replayed from a recording. Both end
+//! in the same `Attempt`: a timeline, verdicts, and what cleanup did.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Event;
+use kube::api::Api;
+use tokio::sync::mpsc;
+
+use super::record::{self, Recorder, SharedRecorder};
+use super::streams::{self, StreamMsg};
+use crate::cluster::{CaseApi, ClusterError};
+use crate::judge::{self, Outcome, Verdict};
+use crate::observe::{Action, ActionKind, EvidenceSource, Input, NewInstance, Observer, Recording, Timeline};
+use crate::results::{Attempt, AttemptStatus, Cleanup};
+use crate::suite::{LoadedCase, Step};
+
+mod observe;
+mod replay;
+
+use observe::observe_case;
+pub use replay::{
+    incomplete_verdict, judge_timeline_file, objects_verdict, read_timeline_file, replay_case, replay_recording,
+};
+
+/// Shared state of a run that cases need.
+#[derive(Clone)]
+pub struct CaseEnv {
+    /// Node / runtime pinning injected into every pod.
+    pub target: crate::cluster::Target,
+    pub run_id: String,
+    pub images: std::collections::BTreeMap<String, String>,
+    /// Bounds the whole cleanup of a case namespace, its DELETE request included.
+    pub cleanup_timeout: Duration,
+    pub keep_on_failure: bool,
+    /// Flips to true on Ctrl-C, SIGTERM or SIGHUP.
+    pub cancel: tokio::sync::watch::Receiver<bool>,
+    /// Namespaces this run created and has not deleted yet, with their UIDs (the end-of-run
+    /// sweep deletes them, UID-checked).
+    pub live_namespaces: Arc<Mutex<BTreeMap<String, String>>>,
+    /// Every namespace name handed out in this run: no two attempts ever share one.
+    pub used_names: Arc<Mutex<BTreeSet<String>>>,
+    /// After the last step, how long to keep observing late watch events.
+    pub settle: Duration,
+    /// Print a "still waiting" line after this long without progress.
+    pub progress_every: Duration,
+    /// Bound on each ordinary API request (create, apply, patch, delete).
+    pub request_timeout: Duration,
+    /// How long the API may be unavailable before a case gives up on it: a case not started yet
+    /// waits this long for the API to come back (streams ride through outages of this length).
+    pub api_outage_budget: Duration,
+    /// Record every attempt under this folder (`reports/<runid>/recordings`); see `record`.
+    pub record: Option<std::path::PathBuf>,
+    /// `--each-node`: the node this copy of the case runs on (part of its identity: namespace,
+    /// recording folder); `target` pins it there.
+    pub node: Option<String>,
+    /// Live: when the API server took no new request (see `health`).
+    pub api_health: Option<Arc<super::health::ApiHealth>>,
+}
+
+impl CaseEnv {
+    /// The namespace of this attempt of the case, unique in the run (see `suite::naming`).
+    pub fn claim_namespace(&self, case: &LoadedCase, attempt: usize) -> String {
+        let mut used = self.used_names.lock().expect("namespace names");
+        let node = self.node.as_deref();
+        let name = match node {
+            Some(n) => crate::suite::naming::node_namespace_name(&self.run_id, &case.suite, case.name(), n, attempt),
+            None => namespace_name(&self.run_id, &case.suite, case.name(), attempt),
+        };
+        let name = if used.contains(&name) {
+            crate::suite::naming::namespace_name_alt(&self.run_id, &case.suite, case.name(), node, attempt)
+        } else {
+            name
+        };
+        used.insert(name.clone());
+        name
+    }
+}
+
+pub use crate::suite::naming::namespace_name;
+
+fn failed_step(evidence: String) -> Verdict {
+    Verdict {
+        index: usize::MAX,
+        kind: "step".into(),
+        outcome: Outcome::Fail,
+        evidence,
+        measured: vec![],
+        marks: vec![],
+        measures: vec![],
+        facts: vec![],
+        subject: "step".into(),
+    }
+}
+
+/// A `waitFor` that never saw its mark: failed, unless a gap in the mark's source could hide
+/// it, which makes it undecided.
+fn wait_failed(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, evidence: String) -> Verdict {
+    match judge::mark_hidden(&case.spec, until, tl) {
+        Some(gap) => Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!("{evidence}; undecided: {gap}"),
+            ..failed_step(String::new())
+        },
+        None => failed_step(evidence),
+    }
+}
+
+/// Finishes an attempt from a complete timeline.
+fn conclude(
+    case: &LoadedCase,
+    tl: Timeline,
+    step_failure: Option<Verdict>,
+    started: Timestamp,
+    t0: Instant,
+) -> Attempt {
+    let mut verdicts = judge::judge_case(&case.spec, &tl);
+    if let Some(v) = step_failure {
+        // A step that could not complete for a reason that is not the node's (undecided: a gap
+        // could hide its mark, a wait an outage cut short) ended the observation early: what the
+        // other expectations found missing may have come later. They are undecided, not failed.
+        if v.outcome == Outcome::Undecided {
+            // What was seen to contradict the case (a `never` that occurred, a forbidden
+            // transition, a container that started against its expectation) stays failed.
+            let seen = |x: &Verdict| {
+                (x.kind == "never" && !x.facts.contains(&judge::Fact::MarkAbsent))
+                    || x.facts.iter().any(|f| {
+                        matches!(
+                            f,
+                            judge::Fact::ForbiddenTransitionSeen | judge::Fact::StartedAgainstExpectation
+                        )
+                    })
+            };
+            for x in verdicts.iter_mut().filter(|x| x.outcome == Outcome::Fail && !seen(x)) {
+                x.outcome = Outcome::Undecided;
+                x.evidence = format!(
+                    "{}; undecided: the observation ended early, the steps could not complete ({})",
+                    x.evidence, v.evidence
+                );
+            }
+        }
+        verdicts.insert(0, v);
+    }
+    let status = if judge::all_pass(&verdicts) {
+        AttemptStatus::Passed
+    } else if verdicts.iter().any(|v| v.outcome == judge::Outcome::Fail) {
+        AttemptStatus::Failed
+    } else {
+        // Pass and undecided only: the evidence could not decide, the node did not fail.
+        AttemptStatus::Undecided
+    };
+    Attempt {
+        status,
+        verdicts,
+        error: None,
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: Some(tl),
+    }
+}
+
+fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    // What was observed until the error is not a finished observation: stored and re-judged,
+    // it must not pass for one.
+    let tl = tl.map(|tl| Timeline { complete: false, ..tl });
+    Attempt {
+        status: AttemptStatus::Error,
+        verdicts: vec![],
+        error: Some(error),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: tl,
+    }
+}
+
+/// The latest instant this attempt can still use its namespace (the `podlife.dev/in-use-until`
+/// annotation `podlife clean` reads): every bound the attempt runs under, added up — the case
+/// timeout, an outage budget and a request timeout for each request and wait (a wait is
+/// extended by the time the API was away), the settle tail, the cleanup, plus a minute for
+/// clock differences between the machine of this run and that of `clean`.
+fn in_use_until(case: &LoadedCase, env: &CaseEnv) -> Timestamp {
+    let waits = (case.spec.steps.len() + case.objects.len() + 4) as u32;
+    let bound = case
+        .timeout
+        .saturating_add(env.settle)
+        .saturating_add(env.cleanup_timeout)
+        .saturating_add(env.api_outage_budget.saturating_mul(waits))
+        .saturating_add(env.request_timeout.saturating_mul(waits))
+        .saturating_add(Duration::from_secs(60));
+    let bound = jiff::SignedDuration::try_from(bound).unwrap_or(jiff::SignedDuration::MAX);
+    crate::util::ts_add(Timestamp::now(), bound)
+}
+
+/// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
+/// Cleanup runs on every path, including Ctrl-C, and deletes only a namespace this attempt
+/// created (by UID).
+pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, attempt_no: usize) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let ns = env.claim_namespace(case, attempt_no);
+    let api = CaseApi::new(client, &ns)
+        .bounded(env.request_timeout, Some(env.cancel.clone()))
+        .on_node(env.node.as_deref());
+    let mut created: Option<String> = None;
+    let recorder = start_recording(env, case, &ns, attempt_no);
+    let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
+        Ok(a) => a,
+        Err(err) => {
+            let (e, tl) = *err;
+            errored(e, started, t0, tl)
+        }
+    };
+    attempt.cleanup.namespace = Some(ns.clone());
+    // Not created by us (409, an error or an interrupt before the create answered): nothing to
+    // delete here. A create whose answer was lost still carries our run label, and the
+    // end-of-run sweep finds it.
+    let Some(uid) = created else {
+        attempt.api_requests = api.requests();
+        return attempt;
+    };
+    let keep =
+        env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
+    if keep {
+        attempt.cleanup.kept = true;
+    } else {
+        match api
+            .delete_namespace(&uid, env.cleanup_timeout, env.api_outage_budget)
+            .await
+        {
+            Ok(true) => attempt.cleanup.deleted = true,
+            Ok(false) => {
+                attempt.cleanup.leftover = Some(format!(
+                    "namespace {ns} still terminating after {}",
+                    crate::util::fmt_secs(env.cleanup_timeout.as_secs_f64())
+                ))
+            }
+            Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
+        }
+    }
+    // Deleted or kept on purpose: the sweep need not try again. A namespace still terminating
+    // (or whose DELETE failed) stays registered: the end-of-run sweep checks it again, so the
+    // run's leftovers are what is really left at its end (after an API server restart the
+    // namespace controller catches up late).
+    if attempt.cleanup.deleted || attempt.cleanup.kept {
+        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    }
+    attempt.api_requests = api.requests();
+    finish_recording(recorder, &attempt);
+    attempt
+}
+
+/// Opens this attempt's recording when the run records. A recorder that cannot start is a
+/// warning, never a reason to perturb the case.
+fn start_recording(env: &CaseEnv, case: &LoadedCase, ns: &str, attempt_no: usize) -> Option<SharedRecorder> {
+    let root = env.record.as_ref()?;
+    let dir = root.join(record::case_dir_name(&case.suite, case.name(), env.node.as_deref()));
+    match Recorder::create(&dir, attempt_no + 1, &case.full_name(), ns) {
+        Ok(r) => Some(Arc::new(Mutex::new(r))),
+        Err(e) => {
+            eprintln!("warning: {}: not recording: {e}", dir.display());
+            None
+        }
+    }
+}
+
+fn finish_recording(recorder: Option<SharedRecorder>, attempt: &Attempt) {
+    let Some(rec) = recorder else { return };
+    // The observer (and its tap's clone) is gone once the attempt is concluded.
+    let rec = match Arc::try_unwrap(rec) {
+        Ok(m) => m.into_inner().unwrap_or_else(|p| p.into_inner()),
+        Err(_) => {
+            eprintln!("warning: a recording was still in use when its attempt ended; it is left incomplete");
+            return;
+        }
+    };
+    if let Err(e) = rec.finish(attempt) {
+        eprintln!("warning: recording incomplete ({e}); `run --replay` will refuse it");
+    }
+}
+
+/// A harness error, with what was observed until then (boxed: a timeline is large).
+type CaseError = Box<(String, Option<Timeline>)>;
+
+fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
+    // Cut short: the stored timeline says so (see `errored`).
+    let tl = tl.map(|tl| Timeline { complete: false, ..tl });
+    Attempt {
+        status: AttemptStatus::Interrupted,
+        verdicts: vec![],
+        error: Some("interrupted".into()),
+        started,
+        duration_s: t0.elapsed().as_secs_f64(),
+        api_requests: 0,
+        cleanup: Cleanup::default(),
+        timeline: tl,
+    }
+}

@@ -1,0 +1,179 @@
+//! Replaying a case: a recording or a stored timeline judged by the same observer, judge and
+//! step checks as a live run.
+
+use super::*;
+
+/// Replays a case from a recording folder: same observer, same judge, same step checks.
+pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
+    match Recording::read(dir) {
+        Ok(rec) => replay_recording(case, &rec),
+        Err(e) => errored(e.to_string(), Timestamp::now(), Instant::now(), None),
+    }
+}
+
+/// Judges a recording that was read: an attempt that did not finish live (interrupted, a
+/// harness error) stays so, with what it observed; a finished one is judged like live.
+pub fn replay_recording(case: &LoadedCase, rec: &Recording) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let dir = rec.dir.as_path();
+    let tl = rec.timeline();
+    // How a recorded live attempt ended is a fact of that run: replay it as it was.
+    let o = &rec.outcome;
+    if o.interrupted {
+        return interrupted(started, t0, Some(tl));
+    }
+    if let Some(e) = &o.error {
+        return errored(e.clone(), started, t0, Some(tl));
+    }
+    if let Some(v) = &o.step_verdict {
+        return match serde_json::from_value::<Verdict>(v.clone()) {
+            Ok(v) => {
+                let v = cut_short(case, &tl, v, o.closed);
+                conclude(case, tl, Some(v), started, t0)
+            }
+            Err(e) => errored(
+                format!("{}: damaged recording: step verdict: {e}", dir.display()),
+                started,
+                t0,
+                Some(tl),
+            ),
+        };
+    }
+    if let Some(evidence) = &o.step_failure {
+        return conclude(case, tl, Some(failed_step(evidence.clone())), started, t0);
+    }
+    // The recording must have done what the steps say, or the verdicts would judge something else.
+    let step_failure = objects_verdict(case, &tl).or_else(|| judge::steps_verdict(&case.spec, &tl));
+    conclude(case, tl, step_failure, started, t0)
+}
+
+/// A recorded wait that timed out although the recording ended before that wait's timeout (as
+/// the case now gives it) could have run out was cut short by the recorded run's own case
+/// timeout (status-crashloop waited for restart 5 in a case that ended at 120 s): its failure
+/// says nothing about the node, so it is undecided. Live, `validate` keeps every wait within
+/// its case timeout.
+fn cut_short(case: &LoadedCase, tl: &Timeline, v: Verdict, closed: Option<Timestamp>) -> Verdict {
+    let created = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
+    let (Outcome::Fail, Some(closed), Some(created)) = (v.outcome, closed, created) else {
+        return v;
+    };
+    let lasted = closed.duration_since(created);
+    for s in &case.spec.steps {
+        let Step::WaitFor(w) = &s.value else { continue };
+        if judge::mark_occurred(&case.spec, &w.until, tl).is_ok() {
+            continue;
+        }
+        let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
+        let full = jiff::SignedDuration::try_from(timeout).unwrap_or(jiff::SignedDuration::MAX);
+        if lasted >= full {
+            return v;
+        }
+        return Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!(
+                "{}; undecided: the recording ends {} after the pod was created, before this wait's {} timeout could run out (the recorded run's case timeout cut it short)",
+                v.evidence,
+                crate::util::fmt_secs(lasted.as_secs_f64()),
+                crate::util::fmt_secs(timeout.as_secs_f64())
+            ),
+            ..v
+        };
+    }
+    v
+}
+
+/// A recording judged for a case with `objects` must have created each of them before the pod:
+/// without its ConfigMap the pod shows something else than what the case certifies.
+pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
+    let applied: Vec<&str> = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::ApplyObject)
+        .filter_map(|a| a.detail.as_deref())
+        .collect();
+    let pod_at = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
+    let problem = case.objects.iter().enumerate().find_map(|(i, o)| {
+        let id = o.id();
+        let found = tl
+            .actions
+            .iter()
+            .find(|a| a.kind == ActionKind::ApplyObject && a.detail.as_deref() == Some(id.as_str()));
+        match found {
+            None => Some(format!(
+                "objects[{i}]: the recording never created {id} (it created: {})",
+                if applied.is_empty() {
+                    "no object".to_string()
+                } else {
+                    applied.join(", ")
+                }
+            )),
+            Some(a) if pod_at.is_some_and(|p| p < a.sent) => {
+                Some(format!("objects[{i}]: the recording created {id} after the pod"))
+            }
+            Some(_) => None,
+        }
+    })?;
+    Some(failed_step(problem))
+}
+
+/// Reads a timeline JSON as `run` writes it, refusing a format this podlife does not read (one
+/// line naming the file and the field).
+pub fn read_timeline_file(path: &Path) -> Result<Timeline, String> {
+    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| e.to_string())?;
+    let tl = serde_json::from_str::<Timeline>(&text)
+        .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))?;
+    if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
+        return Err(format!(
+            "{}: format: timeline format {} is not supported by this podlife (reads format {})",
+            path.display(),
+            tl.format,
+            crate::observe::timeline::TIMELINE_FORMAT
+        ));
+    }
+    Ok(tl)
+}
+
+/// What judging a timeline adds when the timeline is not complete (its observation was cut
+/// short: Ctrl-C, a harness error, or a file saying so): the case is at most undecided, since
+/// what came after the cut is unknown.
+pub fn incomplete_verdict(tl: &Timeline) -> Option<Verdict> {
+    (!tl.complete).then(|| Verdict {
+        kind: "timeline".into(),
+        outcome: Outcome::Undecided,
+        ..failed_step(
+            "the timeline is incomplete (`complete: false`: its observation was cut short), so no verdict on it can be final"
+                .into(),
+        )
+    })
+}
+
+/// Judges a case on the timeline a run stored (`timelines/<suite>__<case>.json`): what is left
+/// to re-judge of a run recorded without raw recordings. `recorded` is how that attempt ended
+/// live (from `summary.json`): an interrupted or errored attempt stays so, a finished one is
+/// judged with its steps checked on the timeline, as `podlife judge` does.
+pub fn judge_timeline_file(case: &LoadedCase, path: &Path, recorded: Option<&Attempt>) -> Attempt {
+    let started = Timestamp::now();
+    let t0 = Instant::now();
+    let mut tl = match read_timeline_file(path) {
+        Ok(tl) => tl,
+        Err(e) => return errored(e, started, t0, None),
+    };
+    match recorded.map(|a| a.status) {
+        Some(AttemptStatus::Interrupted) => {
+            tl.complete = false;
+            return interrupted(started, t0, Some(tl));
+        }
+        Some(AttemptStatus::Error) => {
+            let e = recorded
+                .and_then(|a| a.error.clone())
+                .unwrap_or_else(|| "the attempt ended in a harness error".into());
+            return errored(e, started, t0, Some(tl));
+        }
+        _ => {}
+    }
+    let step_failure = incomplete_verdict(&tl)
+        .or_else(|| objects_verdict(case, &tl))
+        .or_else(|| judge::steps_verdict(&case.spec, &tl));
+    conclude(case, tl, step_failure, started, t0)
+}
