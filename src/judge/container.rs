@@ -265,13 +265,7 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     if state_name == "absent"
         && !problems.is_empty()
         && let InstanceSel::Nth(n) = c.instance
-        && let Some(g) = tl.gaps.iter().find(|g| {
-            g.source
-                == EvidenceSource::Logs {
-                    container: Some(name.to_string()),
-                    instance: Some(n),
-                }
-        })
+        && let Some(g) = tl.instance_log_gap(name, n)
     {
         return undecided(format!(
             "{inst_label}: {}; undecided: {}",

@@ -193,13 +193,7 @@ impl Observer {
                 .logs
                 .iter()
                 .any(|l| l.container == i.container && l.instance == i.instance);
-            let covered = self.tl.gaps.iter().any(|g| {
-                g.source
-                    == EvidenceSource::Logs {
-                        container: Some(i.container.clone()),
-                        instance: Some(i.instance),
-                    }
-            });
+            let covered = self.tl.instance_log_gap(&i.container, i.instance).is_some();
             if replaced && !has_lines && !covered {
                 lost.push((i.container.clone(), i.instance));
             }
@@ -225,45 +219,36 @@ impl Observer {
             // gaps. The back-off (capped at 5 min) allows a few hundred restarts a day; below
             // the first 1,024 instances every unseen one gets its gap.
             for n in (0..top.min(MAX_UNSEEN_INSTANCES)).filter(|n| !seen.contains(n)) {
-                let covered = self.tl.gaps.iter().any(|g| {
-                    g.source
-                        == EvidenceSource::Logs {
-                            container: Some(c.to_string()),
-                            instance: Some(n),
-                        }
-                });
-                if !covered {
+                if self.tl.instance_log_gap(c, n).is_none() {
                     let next = seen.range(n..).next().copied().unwrap_or(top);
                     unseen.push((c.to_string(), n, next));
                 }
             }
         }
-        for (container, instance, next) in unseen {
-            self.tl.gaps.push(Gap {
-                source: EvidenceSource::Logs {
-                    container: Some(container.clone()),
-                    instance: Some(instance),
-                },
-                from: None,
-                to: None,
-                clock: GapClock::Node,
-                reason: format!(
+        let gaps = unseen
+            .into_iter()
+            .map(|(container, instance, next)| {
+                let why = format!(
                     "`{container}`#{instance} was never seen: it ran while the pod's status was not observed (#{next} was the next seen), so its state and log are unknown"
-                ),
-            });
-        }
-        for (container, instance) in lost {
+                );
+                (container, instance, why)
+            })
+            .chain(lost.into_iter().map(|(container, instance)| {
+                let why = format!(
+                    "`{container}`#{instance} was first seen after a later instance had started: its log could no longer be fetched"
+                );
+                (container, instance, why)
+            }));
+        for (container, instance, reason) in gaps.collect::<Vec<_>>() {
             self.tl.gaps.push(Gap {
                 source: EvidenceSource::Logs {
-                    container: Some(container.clone()),
+                    container: Some(container),
                     instance: Some(instance),
                 },
                 from: None,
                 to: None,
                 clock: GapClock::Node,
-                reason: format!(
-                    "`{container}`#{instance} was first seen after a later instance had started: its log could no longer be fetched"
-                ),
+                reason,
             });
         }
     }

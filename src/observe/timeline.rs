@@ -627,6 +627,14 @@ impl Timeline {
             .filter(move |g| g.source.covers_logs(&container, instance))
     }
 
+    /// The gap recorded for exactly this instance's log (not a container-wide one).
+    pub fn instance_log_gap(&self, container: &str, instance: u32) -> Option<&Gap> {
+        self.gaps.iter().find(|g| {
+            matches!(&g.source, EvidenceSource::Logs { container: Some(c), instance: Some(i) }
+                if c == container && *i == instance)
+        })
+    }
+
     /// A pod-watch gap still open when the observation ended: the last state seen may be stale.
     pub fn pod_gap_at_end(&self) -> Option<&Gap> {
         self.pod_gaps().find(|g| g.to.is_none())
