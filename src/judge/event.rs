@@ -9,25 +9,67 @@ use super::*;
 /// count is no longer evidence.
 pub(super) const RECORDER_BURST: u64 = 25;
 
-/// Events are lossy on a healthy node. When events of `reason` (any reason: `None`) from one
-/// source reached the recorder's spam-filter burst, or similar events were aggregated, an
-/// absence or an exact count is not evidence: the reason why.
-pub(super) fn events_lossy(tl: &Timeline, reason: Option<&str>) -> Option<String> {
-    let mut by_key: std::collections::BTreeMap<(&str, &str), u64> = Default::default();
-    for o in tl.events.iter().filter(|o| reason.is_none_or(|r| o.reason == r)) {
-        *by_key
-            .entry((o.source.as_deref().unwrap_or("unknown"), o.reason.as_str()))
-            .or_default() += u64::from(o.repeats.max(1));
+/// Events are lossy on a healthy node. The recorder's spam filter (client-go
+/// `tools/record/events_cache.go`, `getSpamKey`) keys its token bucket by source, involved
+/// object and event *type*, not by reason: every Warning the kubelet writes about the pod
+/// (MissingClusterDNS on each sync of a cluster without DNS, BackOff, Unhealthy ...) draws
+/// from one bucket of 25. When a bucket of `type` (any type: `None`) reached that burst, or
+/// similar events were aggregated, an absence or a count is not evidence: the reason why.
+pub(super) fn events_lossy(tl: &Timeline, r#type: Option<&str>) -> Option<String> {
+    type Bucket<'a> = (u64, Option<Timestamp>, std::collections::BTreeSet<&'a str>);
+    let mut by_key: std::collections::BTreeMap<(&str, &str), Bucket> = Default::default();
+    // Occurrences arrive in receive order: the one that fills a bucket says from when on the
+    // stream may be missing some.
+    for o in tl.events.iter().filter(|o| r#type.is_none_or(|t| o.r#type == t)) {
+        let b = by_key
+            .entry((o.source.as_deref().unwrap_or("unknown"), o.r#type.as_str()))
+            .or_default();
+        b.0 += u64::from(o.repeats.max(1));
+        b.2.insert(o.reason.as_str());
+        if b.0 >= RECORDER_BURST && b.1.is_none() {
+            b.1 = Some(o.received);
+        }
     }
-    if let Some(((src, r), n)) = by_key.iter().find(|(_, n)| **n >= RECORDER_BURST) {
+    if let Some(((src, t), (n, full, reasons))) = by_key.iter().find(|(_, (n, ..))| *n >= RECORDER_BURST) {
+        let reasons: Vec<&str> = reasons.iter().copied().collect();
+        let when = full.map(|at| format!(" at {}", marks::hms(at))).unwrap_or_default();
         return Some(format!(
-            "{n} {r} events from {src} reach the event recorder's spam-filter burst of {RECORDER_BURST}: later ones may have been dropped"
+            "{n} {t} events from {src} ({}) reached the event recorder's spam-filter burst of {RECORDER_BURST} per source, pod and type{when}: later ones may have been dropped",
+            reasons.join(", ")
         ));
     }
     tl.events
         .iter()
         .find(|o| o.message.starts_with("(combined from similar events)"))
         .map(|o| format!("the event recorder aggregated similar {} events into one", o.reason))
+}
+
+/// The type (Normal, Warning) whose spam-filter bucket an event of `reason` draws from: the
+/// expectation's own, else the one type the kubelet writes this reason with, else the type
+/// this reason was seen with; unknown (`None`: every bucket counts) otherwise.
+pub(super) fn event_type<'a>(tl: &'a Timeline, reason: &str, declared: Option<&'a str>) -> Option<&'a str> {
+    declared
+        .or_else(|| kubelet_event_type(reason))
+        .or_else(|| tl.events.iter().find(|o| o.reason == reason).map(|o| o.r#type.as_str()))
+}
+
+/// The reasons the kubelet (v1.36 `pkg/kubelet`, its `events` constants) writes with one type
+/// only. `BackOff` is both (a pull back-off is Normal, a restart back-off Warning), so absent.
+fn kubelet_event_type(reason: &str) -> Option<&'static str> {
+    Some(match reason {
+        "Killing" | "Pulled" | "Pulling" | "Created" | "Started" | "SandboxChanged" => "Normal",
+        "Unhealthy"
+        | "Failed"
+        | "FailedMount"
+        | "FailedPostStartHook"
+        | "FailedPreStopHook"
+        | "ExceededGracePeriod"
+        | "FailedCreatePodSandBox"
+        | "ProbeWarning"
+        | "Preempting"
+        | "Evicted" => "Warning",
+        _ => return None,
+    })
 }
 
 /// What an event verdict adds about the event stream's own loss.
@@ -58,7 +100,7 @@ pub(super) fn event(e: &EventExpect, tl: &Timeline) -> J {
     if !((exact && j.outcome == Outcome::Pass) || shortfall) {
         return j;
     }
-    match events_lossy(tl, Some(&e.reason)) {
+    match events_lossy(tl, event_type(tl, &e.reason, e.r#type.as_deref())) {
         Some(why) => {
             let mut u = undecided(format!("{}; undecided: {why}", j.evidence));
             u.marks = j.marks;

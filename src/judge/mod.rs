@@ -34,7 +34,7 @@ pub use condition::condition_sequence;
 use condition::{condition, condition_gaps};
 use container::{container, container_gaps, skipped_note};
 use count::decide_count_in_gap;
-use event::{EVENTS_NOTE, event, events_lossy, scheduler_writes};
+use event::{EVENTS_NOTE, event, event_type, events_lossy, scheduler_writes};
 use exec::exec;
 use gap::gap;
 use log::log;
