@@ -1,0 +1,385 @@
+//! One case of a suite file checked and resolved (`load_case` → `LoadedCase`): its pod, objects,
+//! steps, marks and expectations, each problem reported at its own `file:line:col`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{
+    AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, Refs, check_ephemeral, check_object,
+    check_patch, check_pod, load_manifest, parse_version,
+};
+use crate::suite::model::*;
+
+/// A case and what its suite file gives it: where its paths are relative to, and its defaults.
+pub(super) struct CaseInput<'a> {
+    pub base: &'a Path,
+    pub suite: &'a SuiteFile,
+    pub case: &'a Case,
+    /// The case's path in the file, e.g. `cases[3]`.
+    pub path: &'a str,
+    pub images: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub wait_timeout: Duration,
+}
+
+/// Checks a case; `None` when anything is wrong (each problem is in `ctx`).
+pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
+    let errors_before = ctx.errors.len();
+    let (pod, manifest_path) = pod_of(ctx, c)?;
+    let mut containers = containers_of(ctx, c, &pod, manifest_path.as_deref())?;
+    let min_server_version = min_server_version(ctx, c);
+    let objects = objects_of(ctx, c);
+    ephemeral_containers(ctx, c, &mut containers);
+    let step_objects = object_steps(ctx, c, &objects);
+    let exec_names = exec_steps(ctx, c, &containers);
+
+    let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    let mut refs = Refs {
+        ctx,
+        containers: &names,
+        marks: &c.case.marks,
+        all: &containers,
+        each: None,
+        execs: &exec_names,
+    };
+    for (name, m) in &c.case.marks {
+        refs.mark(m, &format!("{}.marks.{name}", c.path));
+    }
+    other_steps(&mut refs, c, &pod);
+    step_budget(refs.ctx, c);
+    expectations(&mut refs, c);
+    if ctx.errors.len() > errors_before {
+        return None;
+    }
+    let (suite, case) = (c.suite, c.case);
+    let mut tags = suite.tags.clone();
+    tags.extend(case.tags.iter().cloned());
+    Some(LoadedCase {
+        suite: suite.name.value.clone(),
+        spec: case.clone(),
+        pod,
+        manifest_path,
+        objects,
+        step_objects,
+        containers,
+        images: c.images.clone(),
+        min_server_version,
+        timeout: case.timeout.map(|d| d.0).unwrap_or(c.timeout),
+        wait_timeout: c.wait_timeout,
+        tags,
+    })
+}
+
+/// The pod, from `manifest` or inline `pod` (exactly one of them).
+fn pod_of(ctx: &mut Ctx, c: &CaseInput) -> Option<(serde_json::Value, Option<PathBuf>)> {
+    let (case, p, base) = (c.case, c.path, c.base);
+    Some(match (&case.manifest, &case.pod) {
+        (Some(_), Some(pod)) => {
+            ctx.err(pod, format!("{p}.pod"), "give either `manifest` or `pod`, not both");
+            return None;
+        }
+        (None, None) => {
+            ctx.err(
+                &case.name,
+                p.to_string(),
+                "missing `manifest` (a path under manifests/) or inline `pod`",
+            );
+            return None;
+        }
+        (Some(m), None) => match load_manifest(base, m) {
+            Ok((v, path)) => (v, Some(path)),
+            Err(msg) => {
+                ctx.err(m, format!("{p}.manifest"), msg);
+                return None;
+            }
+        },
+        (None, Some(pod)) => (pod.value.clone(), None),
+    })
+}
+
+/// The pod's containers, the pod checked against the API's rules.
+fn containers_of(
+    ctx: &mut Ctx,
+    c: &CaseInput,
+    pod: &serde_json::Value,
+    manifest_path: Option<&Path>,
+) -> Option<Vec<ContainerInfo>> {
+    let (case, p) = (c.case, c.path);
+    let at: Loc<()> = match (&case.manifest, &case.pod) {
+        (Some(m), _) => Loc {
+            value: (),
+            line: m.line,
+            col: m.col,
+        },
+        (_, Some(pod)) => Loc {
+            value: (),
+            line: pod.line,
+            col: pod.col,
+        },
+        _ => Loc::new(()),
+    };
+    let field = if case.manifest.is_some() { "manifest" } else { "pod" };
+    match check_pod(pod, c.images) {
+        Ok(c) => Some(c),
+        Err(msg) => {
+            let where_ = manifest_path.map(|m| format!("{}: ", m.display())).unwrap_or_default();
+            ctx.err(&at, format!("{p}.{field}"), format!("{where_}{msg}"));
+            None
+        }
+    }
+}
+
+fn min_server_version(ctx: &mut Ctx, c: &CaseInput) -> Option<(u32, u32)> {
+    let (case, p) = (c.case, c.path);
+    case.min_server_version.as_ref().and_then(|v| match parse_version(v) {
+        Some(x) => Some(x),
+        None => {
+            ctx.err(
+                v,
+                format!("{p}.minServerVersion"),
+                format!("invalid version \"{}\": use MAJOR.MINOR, e.g. \"1.29\"", v.value),
+            );
+            None
+        }
+    })
+}
+
+/// `objects:`, each loaded and checked, each once.
+fn objects_of(ctx: &mut Ctx, c: &CaseInput) -> Vec<AuxObject> {
+    let (case, p, base) = (c.case, c.path, c.base);
+    let mut objects: Vec<AuxObject> = vec![];
+    for (i, o) in case.objects.iter().enumerate() {
+        let path = format!("{p}.objects[{i}]");
+        match load_object(base, o) {
+            Ok(obj) => {
+                if let Some(first) = objects.iter().position(|x| x.id() == obj.id()) {
+                    ctx.err(
+                        o,
+                        path,
+                        format!("{} is also objects[{first}]: each object once", obj.id()),
+                    );
+                } else {
+                    objects.push(obj);
+                }
+            }
+            Err(msg) => ctx.err(o, path, msg),
+        }
+    }
+    objects
+}
+
+fn ephemeral_containers(ctx: &mut Ctx, c: &CaseInput, containers: &mut Vec<ContainerInfo>) {
+    let (case, p, images) = (c.case, c.path, c.images);
+    // Ephemeral containers of `ephemeral` steps are containers expectations may name.
+    for (i, s) in case.steps.iter().enumerate() {
+        if let Step::Ephemeral(e) = &s.value {
+            match check_ephemeral(&e.container.value, images, containers) {
+                Ok(name) => containers.push(ContainerInfo {
+                    name,
+                    kind: ContainerKind::Ephemeral,
+                }),
+                Err(m) => ctx.err(&e.container, format!("{p}.steps[{i}].ephemeral.container"), m),
+            }
+        }
+    }
+}
+
+/// The `object` steps, by step index: each names a ConfigMap or Secret; an apply updates one of
+/// `objects:` or creates one later, a delete removes one the case created (never anything else).
+fn object_steps(ctx: &mut Ctx, c: &CaseInput, objects: &[AuxObject]) -> BTreeMap<usize, AuxObject> {
+    let (case, p, base) = (c.case, c.path, c.base);
+    let mut step_objects: BTreeMap<usize, AuxObject> = BTreeMap::new();
+    let mut present: Vec<String> = objects.iter().map(|o| o.id()).collect();
+    for (i, s) in case.steps.iter().enumerate() {
+        let Step::Object(o) = &s.value else { continue };
+        let sp = format!("{p}.steps[{i}].object");
+        let (m, delete) = match (&o.apply, &o.delete) {
+            (Some(m), None) => (m, false),
+            (None, Some(m)) => (m, true),
+            _ => {
+                ctx.err(
+                    s,
+                    sp,
+                    "give `apply: PATH` (update, or create later) or `delete: PATH` (an object this case created), one of them",
+                );
+                continue;
+            }
+        };
+        let field = format!("{sp}.{}", if delete { "delete" } else { "apply" });
+        let obj = match load_object(base, m) {
+            Ok(o) if o.kind == "Service" => {
+                ctx.err(m, field, "an `object` step changes a ConfigMap or Secret; a Service's environment is read once, when a container starts");
+                continue;
+            }
+            Ok(o) => o,
+            Err(e) => {
+                ctx.err(m, field, e);
+                continue;
+            }
+        };
+        let id = obj.id();
+        if delete {
+            match present.iter().position(|x| *x == id) {
+                Some(at) => {
+                    present.remove(at);
+                }
+                None => ctx.err(
+                    m,
+                    field,
+                    format!("{id} is not an object this case created by then (`objects:` or an earlier `object: {{apply}}`): podlife deletes only what its run created"),
+                ),
+            }
+        } else if !present.contains(&id) {
+            present.push(id);
+        }
+        step_objects.insert(i, obj);
+    }
+    step_objects
+}
+
+/// The `exec` steps checked: their names (each once), containers and commands.
+fn exec_steps(ctx: &mut Ctx, c: &CaseInput, containers: &[ContainerInfo]) -> BTreeSet<String> {
+    let (case, p) = (c.case, c.path);
+    let mut exec_names: BTreeSet<String> = BTreeSet::new();
+    for (i, s) in case.steps.iter().enumerate() {
+        let Step::Exec(x) = &s.value else { continue };
+        let sp = format!("{p}.steps[{i}].exec");
+        let n = x.name.value.as_str();
+        let ok = !n.is_empty()
+            && n.len() <= 63
+            && n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !ok {
+            ctx.err(
+                &x.name,
+                format!("{sp}.name"),
+                format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
+            );
+        } else if !exec_names.insert(n.to_string()) {
+            ctx.err(
+                &x.name,
+                format!("{sp}.name"),
+                format!("`{n}` names another exec step too: each exec step its own name"),
+            );
+        }
+        if !containers.iter().any(|c| c.name == x.container.value) {
+            let known = containers
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            ctx.err(
+                &x.container,
+                format!("{sp}.container"),
+                format!("unknown container `{}` (the pod has: {known})", x.container.value),
+            );
+        }
+        if x.command.value.first().is_none_or(|c| c.is_empty()) {
+            ctx.err(
+                &x.command,
+                format!("{sp}.command"),
+                "the command is empty: give the program and its arguments, e.g. [/bin/echo, marco]",
+            );
+        }
+        if let Some(t) = x.timeout
+            && t.0.is_zero()
+        {
+            ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
+        }
+    }
+    exec_names
+}
+
+/// The other steps' marks and fields.
+fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
+    let (case, p, images) = (c.case, c.path, c.images);
+    for (i, s) in case.steps.iter().enumerate() {
+        let sp = format!("{p}.steps[{i}]");
+        match &s.value {
+            Step::WaitFor(w) => refs.mark_ref(&w.until, &format!("{sp}.waitFor.until")),
+            Step::Delete(d) => {
+                if let Some(g) = d.grace_period_seconds
+                    && !(0..=MAX_GRACE_SECONDS).contains(&g)
+                {
+                    refs.ctx.err(
+                        s,
+                        format!("{sp}.delete.gracePeriodSeconds"),
+                        if g < 0 {
+                            format!("must be 0 or more, got {g}")
+                        } else {
+                            format!("must be at most {MAX_GRACE_SECONDS} (24h, the longest case timeout), got {g}")
+                        },
+                    );
+                }
+            }
+            Step::Sleep(_) => {}
+            Step::Patch(patch) => check_patch(refs, s, patch, &sp, pod, images),
+            // Checked above, with the containers.
+            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) => {}
+        }
+    }
+}
+
+fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
+    let (case, p, timeout, wait_timeout) = (c.case, c.path, c.timeout, c.wait_timeout);
+    // Steps run one after another inside the case timeout: a step that could still be waiting
+    // when the case timeout fires would be cut short by it, and its "timed out" would name a
+    // limit that never fired (status-crashloop waited "240s" in a 120s case).
+    let case_timeout = case.timeout.map(|d| d.0).unwrap_or(timeout);
+    let mut worst = std::time::Duration::ZERO;
+    for (i, s) in case.steps.iter().enumerate() {
+        let (took, what) = match &s.value {
+            Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
+            Step::Sleep(d) => (d.0, "sleep"),
+            Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
+            _ => continue,
+        };
+        worst = worst.saturating_add(took);
+        if worst > case_timeout {
+            ctx.err(
+                s,
+                format!("{p}.steps[{i}]"),
+                format!(
+                    "the steps up to this {what} may take {} but the case timeout is {}: raise the case's `timeout` (or the suite's `defaults.timeout`) to at least that, or shorten the steps",
+                    crate::util::fmt_secs(worst.as_secs_f64()),
+                    crate::util::fmt_secs(case_timeout.as_secs_f64())
+                ),
+            );
+            break;
+        }
+    }
+}
+
+fn expectations(refs: &mut Refs, c: &CaseInput) {
+    let (case, p) = (c.case, c.path);
+    if case.expect.is_empty() {
+        refs.ctx.err(
+            &case.name,
+            format!("{p}.expect"),
+            "a case needs at least one expectation: without one it passes on any node and certifies nothing",
+        );
+    }
+    for (i, e) in case.expect.iter().enumerate() {
+        let at = Loc {
+            value: (),
+            line: e.line,
+            col: e.col,
+        };
+        refs.expectation(e, &format!("{p}.expect[{i}]"), &at);
+    }
+}
+
+/// An object manifest (`objects:`, an `object` step) loaded and checked.
+fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, String> {
+    load_manifest(base, m).and_then(|(v, file)| {
+        check_object(&v)
+            .map(|(kind, name)| AuxObject {
+                kind,
+                name,
+                value: v,
+                path: file.clone(),
+            })
+            .map_err(|e| format!("{}: {e}", file.display()))
+    })
+}
