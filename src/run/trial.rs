@@ -271,14 +271,6 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             env.target = opts.target.on_node(n);
             env.node = Some(n.name.clone());
         }
-        let source = source.clone();
-        let replay_plan = replay_plan.clone();
-        let handle = rt.handle().clone();
-        let retries = opts.retries;
-        let repeat = opts.repeat;
-        let interrupted = interrupted.clone();
-        let inject_panic = opts.panic_in_case.as_deref() == Some(name.as_str())
-            || opts.panic_in_case.as_deref() == Some(case.full_name().as_str());
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
             suite: case.suite.clone(),
@@ -312,27 +304,24 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         } else if runs {
             running.push((slot, base.clone()));
         }
-        let plan_key = name.clone();
+        let plan = TrialPlan {
+            inject_panic: opts.panic_in_case.as_deref() == Some(name.as_str())
+                || opts.panic_in_case.as_deref() == Some(case.full_name().as_str()),
+            recorded: replay_plan.get(&name).cloned(),
+            case,
+            source: source.clone(),
+            env,
+            handle: rt.handle().clone(),
+            retries: opts.retries,
+            repeat: opts.repeat,
+            interrupted: interrupted.clone(),
+        };
         let fallback = base.clone();
         let lane_base = base.clone();
         let job = move || {
             // A panic anywhere in running or summarising the case becomes an error of this case
             // (libtest-mimic would otherwise print it as a failure we never hear of).
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_trial(
-                    base,
-                    &case,
-                    &source,
-                    &env,
-                    &handle,
-                    retries,
-                    repeat,
-                    &interrupted,
-                    inject_panic,
-                    replay_plan.get(&plan_key).map(Vec::as_slice),
-                )
-            }))
-            .unwrap_or_else(|p| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.run(base))).unwrap_or_else(|p| {
                 let mut r = fallback.clone();
                 r.status = CaseStatus::Error;
                 r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
@@ -496,91 +485,99 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     }
 }
 
-/// Runs every repetition and retry of one case and sums them up in its report.
-#[allow(clippy::too_many_arguments)]
-fn run_trial(
-    mut report: CaseReport,
-    case: &LoadedCase,
-    source: &Source,
-    env: &CaseEnv,
-    handle: &tokio::runtime::Handle,
+/// Everything one case's trial needs, moved into the job that runs it.
+struct TrialPlan {
+    case: LoadedCase,
+    source: std::sync::Arc<Source>,
+    env: CaseEnv,
+    handle: tokio::runtime::Handle,
     retries: u32,
     repeat: u32,
-    interrupted: &std::sync::atomic::AtomicBool,
+    interrupted: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The `panic_in_case` test hook names this case.
     inject_panic: bool,
-    recorded: Option<&[usize]>,
-) -> CaseReport {
-    if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-        report.status = CaseStatus::NotRun;
-        report.ignore_reason = Some("not run: the run was interrupted".into());
-        return report;
-    }
-    let mut attempt_no = 0;
-    'reps: for rep in 0..repeat.max(1) as usize {
-        let mut n = 0;
-        for try_ in 0..=retries as usize {
-            // Replaying a run folder: the attempts the live run made, never more (a retry it did
-            // not make has no recording, e.g. for a case re-judged into failing).
-            let k = match recorded {
-                Some(reps) => match reps.get(rep) {
-                    Some(&tries) if try_ >= tries => break,
-                    _ => reps[..rep.min(reps.len())].iter().sum::<usize>() + try_ + 1,
-                },
-                None => attempt_no + 1,
-            };
-            let started = Timestamp::now();
-            let t0 = std::time::Instant::now();
-            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                if inject_panic {
-                    panic!("injected by the panic_in_case test hook");
+    /// Replaying a run folder: the attempts per repetition the live run made.
+    recorded: Option<Vec<usize>>,
+}
+
+impl TrialPlan {
+    /// Runs every repetition and retry of the case and sums them up in its report.
+    fn run(&self, mut report: CaseReport) -> CaseReport {
+        let (case, source, env, handle) = (&self.case, &*self.source, &self.env, &self.handle);
+        let (retries, repeat, interrupted) = (self.retries, self.repeat, &*self.interrupted);
+        let (inject_panic, recorded) = (self.inject_panic, self.recorded.as_deref());
+        if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+            report.status = CaseStatus::NotRun;
+            report.ignore_reason = Some("not run: the run was interrupted".into());
+            return report;
+        }
+        let mut attempt_no = 0;
+        'reps: for rep in 0..repeat.max(1) as usize {
+            let mut n = 0;
+            for try_ in 0..=retries as usize {
+                // Replaying a run folder: the attempts the live run made, never more (a retry it did
+                // not make has no recording, e.g. for a case re-judged into failing).
+                let k = match recorded {
+                    Some(reps) => match reps.get(rep) {
+                        Some(&tries) if try_ >= tries => break,
+                        _ => reps[..rep.min(reps.len())].iter().sum::<usize>() + try_ + 1,
+                    },
+                    None => attempt_no + 1,
+                };
+                let started = Timestamp::now();
+                let t0 = std::time::Instant::now();
+                let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    if inject_panic {
+                        panic!("injected by the panic_in_case test hook");
+                    }
+                    match source {
+                        Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
+                        Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
+                    }
+                }))
+                .unwrap_or_else(|p| {
+                    let a = panicked(&*p, started, t0);
+                    // The attempt's recording ends with the crash, so a replay reports it the same way.
+                    if let (Source::Live(_), Some(root)) = (source, &env.record)
+                        && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
+                    {
+                        eprintln!("warning: recording of a crashed attempt: {e}");
+                    }
+                    a
+                });
+                attempt_no += 1;
+                let status = attempt.status;
+                report.attempts.push(attempt);
+                n += 1;
+                if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
+                    report.repetitions.push(n);
+                    break 'reps;
                 }
-                match source {
-                    Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
-                    Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
+                if status == AttemptStatus::Passed {
+                    break;
                 }
-            }))
-            .unwrap_or_else(|p| {
-                let a = panicked(&*p, started, t0);
-                // The attempt's recording ends with the crash, so a replay reports it the same way.
-                if let (Source::Live(_), Some(root)) = (source, &env.record)
-                    && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
-                {
-                    eprintln!("warning: recording of a crashed attempt: {e}");
-                }
-                a
-            });
-            attempt_no += 1;
-            let status = attempt.status;
-            report.attempts.push(attempt);
-            n += 1;
-            if status == AttemptStatus::Interrupted || interrupted.load(std::sync::atomic::Ordering::SeqCst) {
-                report.repetitions.push(n);
-                break 'reps;
             }
-            if status == AttemptStatus::Passed {
-                break;
+            report.repetitions.push(n);
+        }
+        let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
+        // A failure of the node in any attempt (retries included) makes a later pass flaky; a
+        // harness error or an undecided attempt does not.
+        let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
+        report.status = stats::case_status(&outcomes, node_failed);
+        report.pass_rate = stats::pass_rate(&outcomes);
+        let mut ends = vec![];
+        let mut i = 0;
+        for n in &report.repetitions {
+            i += n;
+            if let Some(a) = report.attempts.get(i - 1) {
+                ends.push(a);
             }
         }
-        report.repetitions.push(n);
+        report.measurements = stats::measure_stats(&ends);
+        report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+        report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
+        report
     }
-    let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
-    // A failure of the node in any attempt (retries included) makes a later pass flaky; a
-    // harness error or an undecided attempt does not.
-    let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
-    report.status = stats::case_status(&outcomes, node_failed);
-    report.pass_rate = stats::pass_rate(&outcomes);
-    let mut ends = vec![];
-    let mut i = 0;
-    for n in &report.repetitions {
-        i += n;
-        if let Some(a) = report.attempts.get(i - 1) {
-            ends.push(a);
-        }
-    }
-    report.measurements = stats::measure_stats(&ends);
-    report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
-    report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
-    report
 }
 
 fn ignore_reason(
