@@ -315,23 +315,23 @@ fn phases(
     y: f64,
     stripe: &mut usize,
 ) -> f64 {
-    let spans: Vec<(f64, f64, String)> = tl
+    let spans = tl
         .phase_spans(end)
         .into_iter()
         .map(|s| (r(s.from), r(s.to), s.value))
         .collect();
-    if spans.is_empty() {
-        return y;
-    }
-    l.body.push(lane_bg(y, LANE_H, stripe));
-    l.body.push(lane_label("pod phase", y + LANE_H / 2.0 + 4.0));
-    l.body.push(band(
+    if !band_lane(
+        l,
         sc,
         y,
-        &spans,
+        stripe,
+        "pod phase",
+        spans,
         |p| format!("ph ph-{}", p.to_lowercase()),
         |from, p| format!("phase {p} from +{} (received)", fmt_secs(from)),
-    ));
+    ) {
+        return y;
+    }
     if let Some(d) = tl.deleted {
         let x = sc.x(r(d));
         let label = "deleted";
@@ -356,24 +356,46 @@ fn statuses(
     y: f64,
     stripe: &mut usize,
 ) -> f64 {
-    let spans: Vec<(f64, f64, String)> = tl
+    let spans = tl
         .status_spans(end)
         .into_iter()
         .map(|s| (r(s.from), r(s.to), s.value))
         .collect();
-    if spans.is_empty() {
-        return y;
-    }
-    l.body.push(lane_bg(y, LANE_H, stripe));
-    l.body.push(lane_label("STATUS", y + LANE_H / 2.0 + 4.0));
-    l.body.push(band(
+    if !band_lane(
+        l,
         sc,
         y,
-        &spans,
+        stripe,
+        "STATUS",
+        spans,
         |s| format!("st st-{}", status_class(s)),
         |from, s| format!("STATUS {s} from +{} (received)", fmt_secs(from)),
-    ));
+    ) {
+        return y;
+    }
     y + LANE_H
+}
+
+/// A lane of bands (`(from, to, text)` in seconds since the start), labelled; false (nothing
+/// drawn) when there are none.
+#[allow(clippy::too_many_arguments)]
+fn band_lane(
+    l: &mut Layers,
+    sc: &Scale,
+    y: f64,
+    stripe: &mut usize,
+    label: &str,
+    spans: Vec<(f64, f64, String)>,
+    class: impl Fn(&str) -> String,
+    title: impl Fn(f64, &str) -> String,
+) -> bool {
+    if spans.is_empty() {
+        return false;
+    }
+    l.body.push(lane_bg(y, LANE_H, stripe));
+    l.body.push(lane_label(label, y + LANE_H / 2.0 + 4.0));
+    l.body.push(band(sc, y, &spans, class, title));
+    true
 }
 
 /// The marks the verdicts used, grouped by instant (a gap's end is often an order's element),
