@@ -105,28 +105,11 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         run_id,
         started,
         rt,
-        mut interrupts,
+        interrupts,
     } = ex;
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
-    let env = CaseEnv {
-        target: opts.target.through_scheduler(&fingerprint.nodes),
-        run_id: run_id.clone(),
-        images: opts.images.clone(),
-        cleanup_timeout: opts.cleanup_timeout,
-        keep_on_failure: opts.keep_on_failure,
-        cancel: cancel_rx,
-        live_namespaces: live_namespaces.clone(),
-        used_names: Arc::default(),
-        settle: opts.settle,
-        progress_every: Duration::from_secs(30),
-        request_timeout: opts.request_timeout,
-        api_outage_budget: opts.api_outage_budget,
-        record: None,
-        node: None,
-        api_health: None,
-    };
-    let mut env = env;
+    let mut env = case_env(opts, &fingerprint, &run_id, cancel_rx, live_namespaces.clone());
     // Live: probe the API once a second for the whole run (see `health`).
     let mut health_task = None;
     if let Source::Live(client) = &source {
@@ -138,45 +121,9 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     if let Source::Live(_) = &source
         && opts.record
     {
-        let run_dir = opts.reports_dir.join(&run_id);
-        let root = run_dir.join("recordings");
-        match record::write_run_files(&root, &run_id, opts.retries, opts.repeat.max(1), &fingerprint) {
-            Ok(()) => env.record = Some(root),
-            Err(e) => eprintln!("warning: {}: not recording: {e}", root.display()),
-        }
-        let mut suites: Vec<&Suite> = cases.iter().map(|(s, _)| s).collect();
-        suites.sort_by(|a, b| a.path.cmp(&b.path));
-        suites.dedup_by(|a, b| a.path == b.path);
-        let suites: Vec<Suite> = suites.into_iter().cloned().collect();
-        for w in record::copy_suites(&run_dir, &suites) {
-            eprintln!("warning: {w}");
-        }
+        env.record = start_recording(opts, &run_id, &fingerprint, &cases);
     }
-    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let interrupted_by: Arc<Mutex<Option<Interrupt>>> = Arc::default();
-    {
-        let flag = interrupted.clone();
-        let by = interrupted_by.clone();
-        let run_id = run_id.clone();
-        rt.spawn(async move {
-            let first = interrupts.next().await;
-            eprintln!(
-                "\ninterrupted ({}): stopping cases, deleting this run's namespaces, writing reports (interrupt again to exit at once)",
-                first.name
-            );
-            *by.lock().expect("interrupt") = Some(first);
-            flag.store(true, std::sync::atomic::Ordering::SeqCst);
-            let _ = cancel_tx.send(true);
-            let second = interrupts.next().await;
-            eprintln!(
-                "interrupted again ({}): exiting now; remove what is left with `podlife clean --run {run_id} --yes`",
-                second.name
-            );
-            // No destructor runs on this exit: remove an unpacked bundle here.
-            bundle::remove_unpacked();
-            std::process::exit(i32::from(first.exit_code));
-        });
-    }
+    let (interrupted, interrupted_by) = on_interrupt(rt, interrupts, cancel_tx, &run_id);
     // --each-node: every case once on each node the fingerprint lists (the preflight chose them;
     // a replay reads them from the recorded run).
     let fleet: Vec<NodeInfo> = if fingerprint.each_node {
@@ -185,29 +132,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         vec![]
     };
     let per_case = fleet.len().max(1);
-    let threads = match opts.test_threads {
-        0 if !fleet.is_empty() => {
-            let n = default_threads(cases.len(), 1);
-            if !opts.quiet && !opts.list {
-                eprintln!(
-                    "running every case on each of {} nodes, all nodes at once, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
-                    fleet.len()
-                );
-            }
-            n
-        }
-        0 => {
-            let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
-            let n = default_threads(cases.len(), ready);
-            if !opts.quiet && !opts.list {
-                eprintln!(
-                    "running up to {n} cases at a time (default: all, at most {CASES_PER_NODE} per Ready node; --test-threads N to change)"
-                );
-            }
-            n
-        }
-        n => n,
-    };
+    let threads = thread_count(opts, &fleet, &fingerprint, cases.len());
     // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
     // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
     let args = libtest_run_args(
@@ -226,16 +151,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     let mut running: Vec<(usize, CaseReport)> = vec![];
     let server = fingerprint.server_minor();
     // Replaying a run folder: how many attempts each repetition of each case made live.
-    let replay_plan: Arc<BTreeMap<String, Vec<usize>>> = Arc::new(match &source {
-        Source::Replay(dir) if is_run_folder(dir) => {
-            crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
-                .ok()
-                .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
-                .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
-                .unwrap_or_default()
-        }
-        _ => BTreeMap::new(),
-    });
+    let replay_plan = replay_plan(&source);
     let source = Arc::new(source);
     // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
     let mut cases = cases;
@@ -372,37 +288,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     if printed.is_err() {
         eprintln!("warning: the console output stopped (stdout closed?); the run went on, see the reports");
     }
-    let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
-    let mut cases: Vec<CaseReport> = ignored_reports.into_iter().map(|(_, r)| r).collect();
-    for (slot, base) in running {
-        cases.push(filled[slot].take().unwrap_or_else(|| {
-            // Every trial that runs fills its slot, even on a panic; never drop a case silently.
-            let mut r = base;
-            r.status = CaseStatus::Error;
-            let why = if printed.is_err() {
-                // libtest-mimic stopped at its first line, before starting any trial.
-                "not run: the console output failed before the case started (stdout closed?)"
-            } else {
-                "podlife recorded no result for this case (a bug in podlife)"
-            };
-            r.attempts = vec![Attempt {
-                error: Some(why.into()),
-                ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
-            }];
-            r
-        }));
-    }
-    cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
-    // Where each case's timeline is published: part of the results, so the reporters only read.
-    for c in &mut cases {
-        if c.timeline.is_some() {
-            c.timeline_file = Some(crate::results::timeline_file(
-                &c.suite,
-                &c.case,
-                c.target_node.as_deref(),
-            ));
-        }
-    }
+    let cases = collect_reports(&slots, ignored_reports, running, printed.is_err());
     // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
     // sweep checks it again: the run's leftovers are those the sweep finds at the end.
     let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
@@ -483,6 +369,180 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         interrupt,
         nothing_selected,
     }
+}
+
+/// The environment every case of the run shares (each case's copy then names its node).
+fn case_env(
+    opts: &RunOptions,
+    fingerprint: &Fingerprint,
+    run_id: &str,
+    cancel: tokio::sync::watch::Receiver<bool>,
+    live_namespaces: Arc<Mutex<BTreeMap<String, String>>>,
+) -> CaseEnv {
+    CaseEnv {
+        target: opts.target.through_scheduler(&fingerprint.nodes),
+        run_id: run_id.to_string(),
+        images: opts.images.clone(),
+        cleanup_timeout: opts.cleanup_timeout,
+        keep_on_failure: opts.keep_on_failure,
+        cancel,
+        live_namespaces,
+        used_names: Arc::default(),
+        settle: opts.settle,
+        progress_every: Duration::from_secs(30),
+        request_timeout: opts.request_timeout,
+        api_outage_budget: opts.api_outage_budget,
+        record: None,
+        node: None,
+        api_health: None,
+    }
+}
+
+/// Starts the run's recordings (`--record`): the run's files and its suites as run. `None`
+/// (with a warning) when they cannot be written: the run goes on unrecorded.
+fn start_recording(
+    opts: &RunOptions,
+    run_id: &str,
+    fingerprint: &Fingerprint,
+    cases: &[(Suite, LoadedCase)],
+) -> Option<PathBuf> {
+    let run_dir = opts.reports_dir.join(run_id);
+    let root = run_dir.join("recordings");
+    let record = match record::write_run_files(&root, run_id, opts.retries, opts.repeat.max(1), fingerprint) {
+        Ok(()) => Some(root),
+        Err(e) => {
+            eprintln!("warning: {}: not recording: {e}", root.display());
+            None
+        }
+    };
+    let mut suites: Vec<&Suite> = cases.iter().map(|(s, _)| s).collect();
+    suites.sort_by(|a, b| a.path.cmp(&b.path));
+    suites.dedup_by(|a, b| a.path == b.path);
+    let suites: Vec<Suite> = suites.into_iter().cloned().collect();
+    for w in record::copy_suites(&run_dir, &suites) {
+        eprintln!("warning: {w}");
+    }
+    record
+}
+
+/// The first interrupt cancels the cases (they clean up, the reports are written), the second
+/// exits at once. Returns the flag the cases check and what interrupted the run.
+fn on_interrupt(
+    rt: &tokio::runtime::Runtime,
+    mut interrupts: Interrupts,
+    cancel_tx: tokio::sync::watch::Sender<bool>,
+    run_id: &str,
+) -> (Arc<std::sync::atomic::AtomicBool>, Arc<Mutex<Option<Interrupt>>>) {
+    let interrupted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let interrupted_by: Arc<Mutex<Option<Interrupt>>> = Arc::default();
+    {
+        let flag = interrupted.clone();
+        let by = interrupted_by.clone();
+        let run_id = run_id.to_string();
+        rt.spawn(async move {
+            let first = interrupts.next().await;
+            eprintln!(
+                "\ninterrupted ({}): stopping cases, deleting this run's namespaces, writing reports (interrupt again to exit at once)",
+                first.name
+            );
+            *by.lock().expect("interrupt") = Some(first);
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = cancel_tx.send(true);
+            let second = interrupts.next().await;
+            eprintln!(
+                "interrupted again ({}): exiting now; remove what is left with `podlife clean --run {run_id} --yes`",
+                second.name
+            );
+            // No destructor runs on this exit: remove an unpacked bundle here.
+            bundle::remove_unpacked();
+            std::process::exit(i32::from(first.exit_code));
+        });
+    }
+    (interrupted, interrupted_by)
+}
+
+/// How many cases run at once (per node with `--each-node`): `--test-threads`, else all, at
+/// most `CASES_PER_NODE` per node.
+fn thread_count(opts: &RunOptions, fleet: &[NodeInfo], fingerprint: &Fingerprint, cases: usize) -> usize {
+    match opts.test_threads {
+        0 if !fleet.is_empty() => {
+            let n = default_threads(cases, 1);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running every case on each of {} nodes, all nodes at once, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
+                    fleet.len()
+                );
+            }
+            n
+        }
+        0 => {
+            let ready = fingerprint.nodes.iter().filter(|n| n.ready).count();
+            let n = default_threads(cases, ready);
+            if !opts.quiet && !opts.list {
+                eprintln!(
+                    "running up to {n} cases at a time (default: all, at most {CASES_PER_NODE} per Ready node; --test-threads N to change)"
+                );
+            }
+            n
+        }
+        n => n,
+    }
+}
+
+/// Replaying a run folder: how many attempts each repetition of each case made live.
+fn replay_plan(source: &Source) -> Arc<BTreeMap<String, Vec<usize>>> {
+    Arc::new(match source {
+        Source::Replay(dir) if is_run_folder(dir) => {
+            crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+                .ok()
+                .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+                .map(|s| s.cases.into_iter().map(|c| (c.full_name(), c.repetitions)).collect())
+                .unwrap_or_default()
+        }
+        _ => BTreeMap::new(),
+    })
+}
+
+/// Every selected case's report, each exactly once: the ignored ones, and a slot filled by
+/// each trial that ran (an empty slot is a harness error, never a silently dropped case).
+fn collect_reports(
+    slots: &Mutex<Vec<Option<CaseReport>>>,
+    ignored: Vec<(usize, CaseReport)>,
+    running: Vec<(usize, CaseReport)>,
+    console_failed: bool,
+) -> Vec<CaseReport> {
+    let mut filled = std::mem::take(&mut *slots.lock().expect("reports"));
+    let mut cases: Vec<CaseReport> = ignored.into_iter().map(|(_, r)| r).collect();
+    for (slot, base) in running {
+        cases.push(filled[slot].take().unwrap_or_else(|| {
+            // Every trial that runs fills its slot, even on a panic; never drop a case silently.
+            let mut r = base;
+            r.status = CaseStatus::Error;
+            let why = if console_failed {
+                // libtest-mimic stopped at its first line, before starting any trial.
+                "not run: the console output failed before the case started (stdout closed?)"
+            } else {
+                "podlife recorded no result for this case (a bug in podlife)"
+            };
+            r.attempts = vec![Attempt {
+                error: Some(why.into()),
+                ..panicked(&"no result", Timestamp::now(), std::time::Instant::now())
+            }];
+            r
+        }));
+    }
+    cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
+    // Where each case's timeline is published: part of the results, so the reporters only read.
+    for c in &mut cases {
+        if c.timeline.is_some() {
+            c.timeline_file = Some(crate::results::timeline_file(
+                &c.suite,
+                &c.case,
+                c.target_node.as_deref(),
+            ));
+        }
+    }
+    cases
 }
 
 /// Everything one case's trial needs, moved into the job that runs it.
