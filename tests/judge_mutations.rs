@@ -840,3 +840,35 @@ fn an_event_count_shortfall_is_undecided_only_when_its_types_bucket_was_full() {
     fails_with(&v[0], &format!("observed {unhealthy}"));
     fails_with(&v[1], "observed 0");
 }
+
+/// The hooks' own sleeps (a CGI or exec hook sleeping 3 s between two log lines) are measured
+/// with 500 ms for load (live run N5: 3.151 s at load 8). A hook that ran a second longer or
+/// was cut a second short still fails the built-in case, whatever the load.
+#[test]
+fn a_hook_sleep_a_second_off_fails_the_builtin_hook_duration_bound() {
+    let suites = podlife::suite::load_suites(&[std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites")])
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let case = suites
+        .into_iter()
+        .flat_map(|s| s.cases)
+        .find(|c| c.full_name() == "hooks::prestop-http-within-grace")
+        .unwrap();
+    let base = Recording::read(&rec("prestop-http-within-grace")).unwrap().timeline();
+    let hook_gap = |tl: &podlife::observe::Timeline| {
+        judge_case(&case.spec, tl)
+            .into_iter()
+            .find(|v| v.evidence.contains("`hookCalled`→`hookReturning`"))
+            .unwrap()
+    };
+    pass(&hook_gap(&base));
+    // Slower by 350 ms (load): still within.
+    let moved = |ms: i64| {
+        let mut tl = base.clone();
+        let l = tl.logs.iter_mut().find(|l| l.text == "prestop hook returning").unwrap();
+        l.time = l.time + jiff::SignedDuration::from_millis(ms);
+        tl
+    };
+    pass(&hook_gap(&moved(350)));
+    fails_with(&hook_gap(&moved(1000)), "measured 4.");
+    fails_with(&hook_gap(&moved(-1000)), "measured 2.");
+}
