@@ -865,7 +865,7 @@ fn a_hook_sleep_a_second_off_fails_the_builtin_hook_duration_bound() {
     let moved = |ms: i64| {
         let mut tl = base.clone();
         let l = tl.logs.iter_mut().find(|l| l.text == "prestop hook returning").unwrap();
-        l.time = l.time + jiff::SignedDuration::from_millis(ms);
+        l.time += jiff::SignedDuration::from_millis(ms);
         tl
     };
     pass(&hook_gap(&moved(350)));
