@@ -142,7 +142,7 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     relabel_summary(&mut outcome.summary);
-    // Test seam (tests/faults_cli.rs): hold the publishing window open so a signal can be sent
+    // Test seam (tests/cli/faults_cli.rs): hold the publishing window open so a signal can be sent
     // into it deterministically. Unset, it costs nothing.
     if let Some(ms) = std::env::var("PODLIFE_TEST_PUBLISH_DELAY_MS")
         .ok()

@@ -1,11 +1,10 @@
 //! For every expectation kind, a right and a deliberately wrong expectation judged on a real
 //! recording: the right one passes, the wrong one fails and its evidence names the measured value.
 
-mod support;
-
 use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::Recording;
-use support::judging::{fails_with, judge, pass, rec};
+
+use crate::support::judging::{fails_with, judge, pass, rec};
 
 #[test]
 fn phase() {
@@ -425,7 +424,7 @@ fn statuses_and_rows_with_a_pod_watch_gap() {
 
 /// The timeline of recording `name` and the case judging `expect` with `marks` on it.
 fn judged_on(name: &str, tl: &podlife::observe::Timeline, marks: &str, expect: &str) -> Vec<podlife::judge::Verdict> {
-    let case = support::judging::load(&support::judging::suite_yaml(
+    let case = crate::support::judging::load(&crate::support::judging::suite_yaml(
         &rec(name).join("manifest.yaml"),
         "",
         marks,
@@ -587,7 +586,7 @@ fn twenty_second_base(tl: &podlife::observe::Timeline, container: &str) -> podli
 /// timelines: a 20 s base, and a first restart 5 s late, must fail; the real timeline passes.
 #[test]
 fn broken_back_off_mutations_of_real_timelines_fail() {
-    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
     for (full, recording, container) in [
         ("restart-policy::restart-always-exit0", "restart-always-exit0", "main"),
         ("hooks::poststart-fail", "poststart-fail", "main"),
@@ -629,10 +628,10 @@ fn broken_back_off_mutations_of_real_timelines_fail() {
 
 /// 19.7: the kill bounds of the termination cases against broken nodes: a kill at the grace
 /// period ± 1 s, or 600 ms late, fails on the real timelines (their 200 ms loop cannot show
-/// 300 ms; today's 20 ms loop can: tests/live_runs.rs).
+/// 300 ms; today's 20 ms loop can: tests/runs/live_runs.rs).
 #[test]
 fn broken_kill_mutations_of_real_timelines_fail() {
-    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
     for (full, recording) in [
         ("termination::sigterm-ignored", "sigterm-ignored"),
         ("termination::delete-grace-override", "delete-grace-override"),
@@ -712,7 +711,7 @@ fn broken_kill_mutations_of_real_timelines_fail() {
 /// fails.
 #[test]
 fn late_reactions_to_our_delete_are_undecided_within_watch_delivery_and_fail_beyond() {
-    let suites = podlife::suite::load_suites(&[support::judging::root().join("suites")]).unwrap();
+    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
     let case = suites
         .iter()
         .flat_map(|s| &s.cases)

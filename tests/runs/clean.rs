@@ -1,13 +1,12 @@
 //! `podlife clean` against the in-process API server: finds only podlife-labelled namespaces,
 //! filters by run and age, lists without deleting by default, deletes (UID-checked) with `--yes`.
 
-mod support;
-
 use std::time::Duration;
 
 use podlife::cluster::clean::{CleanOptions, clean};
 use serde_json::json;
-use support::{fake_api, live};
+
+use crate::support::{fake_api, live};
 
 fn labels(run: &str, case: &str) -> serde_json::Value {
     json!({"podlife.dev/run": run, "podlife.dev/suite": "mock", "podlife.dev/case": case,

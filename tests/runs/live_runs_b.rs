@@ -2,13 +2,12 @@
 //! tests/fixtures/live-runs-b/: each finding there judged as the node deserves, and each
 //! judged as it was before the fix shown to be what the fix changed.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use podlife::judge::{Fact, Outcome, Verdict, judge_case};
 use podlife::observe::{Recording, Timeline};
-use support::judging::{load, root, suite_yaml};
+
+use crate::support::judging::{load, root, suite_yaml};
 
 fn fixture(name: &str) -> PathBuf {
     root().join("tests/fixtures/live-runs-b").join(name)

@@ -2,12 +2,11 @@
 //! 8o9vtjm0 with runc, 5oc60j0i with crun, both written by podlife before verdicts recorded
 //! their precision): noise is told from regression, and table, JSON, JUnit and exit code agree.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use support::cli::diff;
+
+use crate::support::cli::diff;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

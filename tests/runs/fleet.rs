@@ -2,16 +2,15 @@
 //! nodes (`support::fake_api::FakeNode`): every case once per node, pinned; the node in every
 //! report's case identity; the node × area matrix; the odd node out; replay of a fleet run.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
 use podlife::results::CaseStatus;
 use podlife::results::stats::AreaVerdict;
 use podlife::run::{RunOptions, RunOutcome, run_live};
-use support::fake_api::FakeNode;
-use support::live::{self, Env};
+
+use crate::support::fake_api::FakeNode;
+use crate::support::live::{self, Env};
 
 fn opts(reports: &Path) -> RunOptions {
     RunOptions {
@@ -399,7 +398,7 @@ fn peak_rss_mib() -> Option<f64> {
 
 /// Capacity benchmark (not a timed test: it asserts only counts, and prints the figures the
 /// README quotes): one case on 10, then 100 fake nodes. Run with
-/// `cargo test --release --test fleet -- --ignored --nocapture capacity`.
+/// `cargo test --release --test runs -- --ignored --nocapture fleet::capacity`.
 #[test]
 #[ignore = "benchmark: prints API requests and peak RSS for 10 and 100 nodes"]
 fn capacity_10_and_100_nodes() {

@@ -2,14 +2,13 @@
 //! the conformant reference node (`tests/fixtures/live-runs/`, see its README) is re-judged with
 //! today's built-in suites and must pass — a conformant node passes every case.
 
-mod support;
-
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::Timeline;
-use support::judging::mutated_case;
+
+use crate::support::judging::mutated_case;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -2,14 +2,13 @@
 //! (through the same replay path as `podlife run --replay`), and for each area a mutated
 //! expectation fails on the same recording.
 
-mod support;
-
 use std::path::PathBuf;
 
 use podlife::judge::Outcome;
 use podlife::results::AttemptStatus;
 use podlife::run::case::replay_case;
-use support::judging::mutated_case;
+
+use crate::support::judging::mutated_case;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -2,15 +2,13 @@
 //! against the in-process API server (which serves real recordings at their real pace) once with
 //! recording off and once on, each in its own process, comparing peak RSS (`VmHWM`).
 //!
-//! `cargo test --release --test record_memory -- --ignored --nocapture` (about two minutes);
+//! `cargo test --release --test runs -- --ignored --nocapture record_memory::` (about two minutes);
 //! the figures go to the README ("Recording, sharing, replaying, re-judging").
-
-mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use support::live::{self, recordings};
+use crate::support::live::{self, recordings};
 
 const CHILD_ENV: &str = "PODLIFE_MEASURE_RECORD";
 
@@ -29,29 +27,25 @@ fn rss_kib() -> (u64, u64) {
 }
 
 #[test]
-#[ignore = "measures memory (about two minutes): cargo test --release --test record_memory -- --ignored --nocapture"]
+#[ignore = "measures memory (about two minutes): cargo test --release --test runs -- --ignored --nocapture record_memory::"]
 fn recorded_16_case_run_stays_within_twice_the_rss_of_an_unrecorded_one() {
     if std::env::var_os(CHILD_ENV).is_some() {
         return;
     }
     let exe = std::env::current_exe().unwrap();
+    // The child's test name as libtest lists it: this module's path without the binary's name.
+    let (_, module) = module_path!().split_once("::").unwrap();
+    let child = format!("{module}::measure_one_run");
     let mut peaks = vec![];
     for record in ["0", "1"] {
         let out = std::process::Command::new(&exe)
-            .args([
-                "--ignored",
-                "--exact",
-                "measure_one_run",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
+            .args(["--ignored", "--exact", &child, "--nocapture", "--test-threads", "1"])
             .env(CHILD_ENV, record)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-        // libtest may print `test measure_one_run ... ` on the same line.
+        // libtest may print `test record_memory::measure_one_run ... ` on the same line.
         let line = text
             .lines()
             .find_map(|l| l.find("MEASURED").map(|i| &l[i..]))

@@ -1,8 +1,6 @@
 //! `podlife diff` on report folders built from recordings, `--repeat` statistics on synthetic
 //! timelines, and the per-area certification summary.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -11,7 +9,8 @@ use podlife::observe::Recording;
 use podlife::results::stats::{self, AreaVerdict};
 use podlife::results::{Attempt, AttemptStatus, Cleanup};
 use podlife::results::{CaseReport, CaseStatus};
-use support::cli::diff;
+
+use crate::support::cli::diff;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

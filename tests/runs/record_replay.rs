@@ -4,15 +4,14 @@
 //! flipped, and a damaged recording is one clear error. `tests/fixtures/runs/recorded1` is such a
 //! recorded run, committed, replayed end to end (recording → observer → judge → reports).
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use assert_cmd::Command;
 use podlife::results::{CaseStatus, RunSummary};
 use podlife::run::{RunOptions, RunOutcome};
-use support::live;
+
+use crate::support::live;
 
 const FIXTURE_SUITE: &str = "tests/fixtures/runs/suite/record.yaml";
 const FIXTURE_RUN: &str = "tests/fixtures/runs/recorded1";
@@ -603,8 +602,8 @@ fn images_load_prints_kind_and_k3s_lines() {
     );
 }
 
-/// Regenerates the committed fixture run (`cargo test --test record_replay -- --ignored`):
-/// the fixture suite recorded live against the in-process API server.
+/// Regenerates the committed fixture run (`cargo test --test runs -- --ignored
+/// record_replay::regenerate`): the fixture suite recorded live against the in-process API server.
 #[test]
 #[ignore = "regenerates tests/fixtures/runs/recorded1"]
 fn regenerate_recorded_run_fixture() {

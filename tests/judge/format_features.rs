@@ -5,11 +5,10 @@
 //! tests/fixtures/timelines — where the right one passes and the wrong one fails, naming what
 //! was measured.
 
-mod support;
-
 use podlife::judge::{Fact, Outcome, judge_case};
 use podlife::observe::{Recording, Timeline};
-use support::judging::{fails_with, judge, load, pass, rec, root, suite_yaml};
+
+use crate::support::judging::{fails_with, judge, load, pass, rec, root, suite_yaml};
 
 /// Validation errors of a suite (one line each).
 fn problems(yaml: &str) -> String {
