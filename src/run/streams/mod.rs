@@ -5,10 +5,10 @@
 //! Failures are retried with back-off for a time budget (`--api-outage-budget`), not an error
 //! count. Every span in which a watch could not deliver in real time is sent as an
 //! `Input::Gap` (closed by `Input::SourceUp` when the watch is re-established), so the judge
-//! knows what evidence may be missing. A watch resumes from its last resourceVersion and
-//! re-lists after 410 Gone; a log fetch resumes with `sinceTime` (the observer drops the lines
-//! delivered twice), decodes invalid UTF-8 lossily, caps long lines, and never emits a line cut
-//! by a broken stream (the resumed fetch delivers it whole).
+//! knows what evidence may be missing. A watch (kube-runtime's `watcher`) resumes from its last
+//! resourceVersion and re-lists after 410 Gone; a log fetch resumes with `sinceTime` (the
+//! observer drops the lines delivered twice), decodes invalid UTF-8 lossily, caps long lines,
+//! and never emits a line cut by a broken stream (the resumed fetch delivers it whole).
 
 mod logs;
 mod watch;
