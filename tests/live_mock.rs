@@ -933,6 +933,66 @@ fn the_pod_watch_lists_before_the_pod_is_created() {
     assert!(list < apply, "{:#?}", f.requests);
 }
 
+/// ... and only once that list has answered, not when it was sent: a pod list that takes 1 s
+/// holds the apply back (the watch delivers every change after the list's resourceVersion, so
+/// the pod is seen from its first version).
+#[test]
+fn the_pod_is_created_only_once_the_pod_watchs_list_has_answered() {
+    let e = env(|f| f.pod_list_delay = Some(Duration::from_secs(1)));
+    run_passing(&e, NEVER_SUCCESS);
+    let f = e.fake.lock().unwrap();
+    let answered = f
+        .requests
+        .iter()
+        .position(|r| r.starts_with("ANSWERED the delayed list of pods"))
+        .unwrap_or_else(|| panic!("the pod list was not delayed: {:#?}", f.requests));
+    let apply = f
+        .requests
+        .iter()
+        .position(|r| r.starts_with("PATCH /api/v1/namespaces/") && r.contains("/pods/"))
+        .unwrap();
+    assert!(answered < apply, "{:#?}", f.requests);
+}
+
+/// The watches ask for what podlife relies on: consistent lists (no resourceVersion: a quorum
+/// read, so a re-list after a gap shows the state as it is) in pages of 500, the pod watch
+/// selecting its pod by name, watches resumed from a resourceVersion, ended by the server after
+/// 290 s, with bookmarks.
+#[test]
+fn the_watches_list_consistently_and_watch_for_290s_with_bookmarks() {
+    let e = env(|_| {});
+    run_passing(&e, NEVER_SUCCESS);
+    let f = e.fake.lock().unwrap();
+    for resource in ["pods", "events"] {
+        let of = |watch: bool| -> Vec<&String> {
+            f.requests
+                .iter()
+                .filter(|r| r.starts_with("GET /api/v1/namespaces/") && r.contains(&format!("/{resource}?")))
+                .filter(|r| r.contains("watch=true") == watch)
+                .collect()
+        };
+        let (lists, watches) = (of(false), of(true));
+        assert!(!lists.is_empty() && !watches.is_empty(), "{:#?}", f.requests);
+        for l in lists {
+            assert!(l.contains("limit=500") && !l.contains("resourceVersion"), "{l}");
+        }
+        for w in watches {
+            assert!(
+                w.contains("timeoutSeconds=290")
+                    && w.contains("allowWatchBookmarks=true")
+                    && w.contains("resourceVersion="),
+                "{w}"
+            );
+        }
+        let by_name = f
+            .requests
+            .iter()
+            .filter(|r| r.contains(&format!("/{resource}?")))
+            .all(|r| r.contains("fieldSelector=metadata.name%3Drestart-never-success"));
+        assert_eq!(by_name, resource == "pods", "{:#?}", f.requests);
+    }
+}
+
 /// A new namespace is used once its default ServiceAccount exists (the controller-manager
 /// creates it; during an outage it could not, and the pod was refused: "error looking up service
 /// account"). The case waits for it within the outage budget and passes.

@@ -264,6 +264,85 @@ fn a_410_gone_after_an_outage_relists_without_duplicates_or_losses() {
     assert!(a.cleanup.deleted);
 }
 
+/// A watch stream that breaks while nothing changes (a connection reset, 3 s in, while the
+/// container runs) is resumed at once. The watcher says nothing until the next change (the
+/// DELETE, seconds later), but the gap closes when the new watch is answered: the span in
+/// which evidence may be missing is the break, not the quiet time after it.
+#[test]
+fn a_broken_watch_closes_its_gap_when_the_watch_restarts_not_at_the_next_change() {
+    let e = env(|f| f.break_watches_at = Some(Duration::from_secs(3)));
+    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
+        let g = closed_gap(tl, source.clone());
+        // Named as the client reported it: the watches' client (which reports their requests)
+        // hands errors through unchanged.
+        assert_eq!(
+            g.reason,
+            "watch: Error reading events stream: ServiceError: connection reset by peer",
+            "{}",
+            g.describe()
+        );
+        let (from, to) = (g.from.unwrap(), g.to.unwrap());
+        // The first delivery after the break: a gap closed only by it closes too late.
+        let next = if source == EvidenceSource::PodWatch {
+            tl.snapshots.iter().map(|s| s.received).find(|r| *r > from)
+        } else {
+            tl.events.iter().map(|e| e.received).filter(|r| *r > from).min()
+        };
+        let next = next.unwrap_or_else(|| panic!("{source:?}: nothing delivered after the break"));
+        assert!(
+            to < next,
+            "{source:?}: closed at {to}, next delivery at {next}: {}",
+            g.describe()
+        );
+    }
+    let f = e.fake.lock().unwrap();
+    let pod_watches = f
+        .requests
+        .iter()
+        .filter(|r| r.contains("/pods?") && r.contains("watch=true"))
+        .count();
+    assert!(pod_watches >= 2, "the pod watch was resumed: {:#?}", f.requests);
+}
+
+/// The pod finishes deleting while the API is away (from 0.3 s after the DELETE, for 2 s); the
+/// watch resumed after the outage gets 410 Gone and re-lists, and the list no longer has the
+/// pod. A re-list does not replay deletions, so the pod is reported DELETED by comparing the
+/// list with what was known: `waitFor: podGone` ends and the timeline has the deletion.
+#[test]
+fn a_pod_deleted_while_a_410_forces_a_relist_is_reported_deleted() {
+    let e = env(|f| {
+        f.outage_after_delete = Some((Duration::from_millis(300), Duration::from_secs(2)));
+        f.gone_after_outage = true;
+    });
+    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
+    let (a, tl) = only(&out);
+    never_failed_by_the_api(a);
+    {
+        let f = e.fake.lock().unwrap();
+        assert!(
+            f.gone_sent.contains("pods"),
+            "the pod watch resumed into a 410: {:?}",
+            f.gone_sent
+        );
+        // No watch stream delivered the deletion: only the re-list can have told.
+        assert!(
+            !f.streamed.iter().any(|(r, k)| r == "pods" && k == "DELETED"),
+            "{:?}",
+            f.streamed
+        );
+    }
+    let last = tl.snapshots.last().expect("snapshots");
+    assert_eq!(last.watch, "DELETED", "{:#?}", tl.snapshots.last());
+    let deleted = tl.deleted.expect("the pod is known deleted");
+    // Reported by the re-list, which closed the pod watch's gap.
+    let g = closed_gap(tl, EvidenceSource::PodWatch);
+    assert!(deleted >= g.to.unwrap(), "{deleted} {}", g.describe());
+    assert!(a.cleanup.deleted);
+}
+
 #[test]
 fn a_log_stream_that_breaks_mid_line_resumes_without_loss_or_duplicates() {
     let e = env(|f| f.log_break_mid_line = true);

@@ -1,7 +1,8 @@
 //! Cluster access: the labels podlife puts on what it creates, and `CaseApi`, the bounded,
 //! counted, cancellable requests of one case (namespace create/wait/delete, pod delete). Connecting
 //! and the preflight are in `connect`, applying objects in `apply`, exec in `exec`, errors in
-//! `error`; the fingerprint it fills in belongs to `results`.
+//! `error`, the client that reports a watch's requests in `watch_probe`; the fingerprint it fills
+//! in belongs to `results`.
 
 mod apply;
 pub mod clean;
@@ -10,7 +11,9 @@ mod error;
 mod exec;
 mod namespaces;
 mod target;
+mod watch_probe;
 pub use target::Target;
+pub use watch_probe::{WatchRequests, probe_watches};
 
 pub use connect::{CONNECT_TIMEOUT, Cluster, ConnectOptions, READ_TIMEOUT};
 use error::api_err;

@@ -7,9 +7,9 @@
 //! It is as hostile as real servers are when asked: 409 and never-answered requests, status
 //! bursts (429 with Retry-After, 500) on watches and lists, an outage in which every request
 //! fails to connect and every open stream breaks, log streams that break mid-line or carry
-//! invalid UTF-8, events forbidden at runtime, and 410 Gone on the first watch resumed after an
-//! outage. Watches honour `resourceVersion` and log
-//! requests `sinceTime`, so resumed streams behave as on a real server.
+//! invalid UTF-8, events forbidden at runtime, 410 Gone on the first watch resumed after an
+//! outage, watch streams that break while nothing changes, and a slow first list. Watches honour
+//! `resourceVersion` and log requests `sinceTime`, so resumed streams behave as on a real server.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -409,6 +409,18 @@ pub struct FakeState {
     pub gone_after_outage: bool,
     /// The resources (`pods`, `events`) that were answered 410 Gone.
     pub gone_sent: BTreeSet<String>,
+    /// `(start, length)` after podlife's pod DELETE: an outage as `outage` (for a pod that
+    /// finishes deleting while the API is away).
+    pub outage_after_delete: Option<(Duration, Duration)>,
+    /// This long after the first apply, every pod and event watch stream open then breaks
+    /// (once; new watches are served as usual): a connection reset while nothing changes.
+    pub break_watches_at: Option<Duration>,
+    watch_break: Option<Instant>,
+    /// The first list of pods is answered only after this long (an `ANSWERED` line is added to
+    /// `requests` as it is).
+    pub pod_list_delay: Option<Duration>,
+    /// `(resource, type)` of every event the watch streams sent, in order.
+    pub streamed: Vec<(String, String)>,
     /// The first follow of each container's log breaks in the middle of its fourth line.
     pub log_break_mid_line: bool,
     /// The second line of every log response carries invalid UTF-8 (bytes FF FE).
@@ -835,6 +847,11 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 let a = Instant::now() + start;
                 s.outage_window = Some((a, a + len));
             }
+            if s.watch_break.is_none()
+                && let Some(at) = s.break_watches_at
+            {
+                s.watch_break = Some(Instant::now() + at);
+            }
             s.pods.insert(
                 (ns.to_string(), name.to_string()),
                 PodRun {
@@ -934,6 +951,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
             let mut s = st.lock().unwrap();
             s.delete_graces.push(body["gracePeriodSeconds"].as_i64());
+            if s.outage_window.is_none()
+                && let Some((start, len)) = s.outage_after_delete
+            {
+                let a = Instant::now() + start;
+                s.outage_window = Some((a, a + len));
+            }
             match s.pods.get_mut(&(ns.to_string(), name.to_string())) {
                 Some(run) => {
                     run.deleted.get_or_insert(Instant::now());
@@ -1091,7 +1114,17 @@ async fn items(
     // A watch resumes after the resourceVersion it names ("0" or none: from the start).
     let from_rv: u64 = q.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
     if !watch {
-        let s = st.lock().unwrap();
+        let delay = match kind {
+            Kind::Pods => st.lock().unwrap().pod_list_delay.take(),
+            Kind::Events => None,
+        };
+        if let Some(d) = delay {
+            tokio::time::sleep(d).await;
+        }
+        let mut s = st.lock().unwrap();
+        if delay.is_some() {
+            s.requests.push(format!("ANSWERED the delayed list of pods in {ns}"));
+        }
         let now = Instant::now();
         let due: Vec<_> = select_for(&s, ns, kind)
             .into_iter()
@@ -1125,10 +1158,10 @@ async fn items(
         None
     };
     let (tx, resp) = streaming();
+    let resource = if kind == Kind::Pods { "pods" } else { "events" };
     let gone = {
         let mut s = st.lock().unwrap();
         let after_outage = s.outage_window.is_some_and(|(_, end)| Instant::now() >= end);
-        let resource = if kind == Kind::Pods { "pods" } else { "events" };
         s.gone_after_outage && after_outage && from_rv > 0 && s.gone_sent.insert(resource.to_string())
     };
     if gone {
@@ -1140,6 +1173,7 @@ async fn items(
     }
     let st = st.clone();
     let ns = ns.to_string();
+    let opened = Instant::now();
     tokio::spawn(async move {
         let mut sent: BTreeSet<u64> = BTreeSet::new();
         let mut count = 0usize;
@@ -1147,7 +1181,8 @@ async fn items(
             let batch: Vec<Item> = {
                 let s = st.lock().unwrap();
                 let now = Instant::now();
-                if s.outage_active() {
+                let break_now = s.watch_break.is_some_and(|b| opened < b && b <= now);
+                if s.outage_active() || break_now {
                     let _ = tx.unbounded_send(broken());
                     return;
                 }
@@ -1161,6 +1196,7 @@ async fn items(
             };
             for i in batch {
                 sent.insert(i.rv);
+                st.lock().unwrap().streamed.push((resource.to_string(), i.kind.clone()));
                 let ev = json!({"type": i.kind, "object": i.object});
                 if tx.unbounded_send(data(format!("{ev}\n"))).is_err() {
                     return;

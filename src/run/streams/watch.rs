@@ -1,0 +1,425 @@
+//! The pod and Event watches: kube-runtime's `watcher` (list, watch from the list's
+//! resourceVersion, resume, re-list after 410 Gone, bookmarks) turned into observer inputs,
+//! with every span in which the watch could not deliver in real time sent as a gap.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::time::Duration;
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::watcher::{self, Config, Event as Change, ListSemantic};
+use serde::de::DeserializeOwned;
+use tokio::sync::oneshot;
+
+use super::{Outage, StreamMsg, Tx, explain};
+use crate::observe::{EvidenceSource, Gap, GapClock, Input, WatchKind};
+
+/// Server-side watch timeout: the API server ends the watch cleanly after this (the watcher
+/// then resumes it). A stream that goes silent without ending is caught by the watcher's idle
+/// timeout (5 s above this) and the client's 300 s read timeout.
+const WATCH_TIMEOUT_SECS: u32 = 290;
+
+/// The watch state of one source: `Gap`/`SourceUp` inputs as it goes down and up.
+struct Link {
+    source: EvidenceSource,
+    tx: Tx,
+    /// True while a gap is open.
+    down: bool,
+    /// Whether the source has ever delivered: a source never up has a gap from the start.
+    ever_up: bool,
+    /// The last moment the source was known to deliver in real time.
+    healthy_at: Timestamp,
+}
+
+impl Link {
+    fn new(source: EvidenceSource, tx: Tx) -> Self {
+        Link {
+            source,
+            tx,
+            down: false,
+            ever_up: false,
+            healthy_at: Timestamp::now(),
+        }
+    }
+
+    async fn send(&self, input: Input) -> bool {
+        self.tx.send(StreamMsg::Input(input)).await.is_ok()
+    }
+
+    /// The source is known to have delivered in real time until `t` (a gap opened next starts
+    /// there).
+    fn delivered_until(&mut self, t: Timestamp) {
+        if !self.down {
+            self.healthy_at = self.healthy_at.max(t);
+        }
+    }
+
+    /// The source failed: opens a gap from the last moment it was healthy.
+    async fn down(&mut self, reason: &str) -> bool {
+        if self.down {
+            return true;
+        }
+        self.down = true;
+        let gap = Gap {
+            source: self.source.clone(),
+            from: self.ever_up.then_some(self.healthy_at),
+            to: None,
+            clock: GapClock::Harness,
+            reason: reason.to_string(),
+        };
+        self.send(Input::Gap(gap)).await
+    }
+
+    /// The source delivers in real time again (a list answered, a watch request answered, an
+    /// object delivered).
+    async fn up(&mut self) -> bool {
+        self.ever_up = true;
+        self.healthy_at = Timestamp::now();
+        if !self.down {
+            return true;
+        }
+        self.down = false;
+        self.send(Input::SourceUp {
+            source: self.source.clone(),
+            at: self.healthy_at,
+        })
+        .await
+    }
+}
+
+/// The key a watch knows an object by: its uid (a pod deleted and created again under the same
+/// name is another object), else its name.
+fn key_of<K: Resource>(o: &K) -> String {
+    let m = o.meta();
+    m.uid.clone().or_else(|| m.name.clone()).unwrap_or_default()
+}
+
+/// The objects a watch has delivered: whether an `Apply` adds an object or modifies one (the
+/// watcher folds ADDED and MODIFIED into `Apply`), and, with `keep` (the pod watch), the last
+/// version of each, to report those a re-list no longer has as deleted.
+struct Delivered<K> {
+    objects: BTreeMap<String, Option<K>>,
+    keep: bool,
+}
+
+impl<K: Resource + Clone> Delivered<K> {
+    fn new(keep: bool) -> Self {
+        Delivered {
+            objects: BTreeMap::new(),
+            keep,
+        }
+    }
+
+    /// An object delivered by the watch: `Added` when it was not known yet.
+    fn applied(&mut self, o: &K) -> WatchKind {
+        match self.objects.insert(key_of(o), self.keep.then(|| o.clone())) {
+            None => WatchKind::Added,
+            Some(_) => WatchKind::Modified,
+        }
+    }
+
+    fn deleted(&mut self, o: &K) {
+        self.objects.remove(&key_of(o));
+    }
+
+    /// A (re-)list answered `listed`: from now on only those are known. Returns the objects
+    /// known before and absent from it (kept ones only): a watch that re-lists does not replay
+    /// the deletions it missed.
+    fn relisted(&mut self, listed: &[K]) -> Vec<K> {
+        let before = std::mem::take(&mut self.objects);
+        for o in listed {
+            self.objects.insert(key_of(o), self.keep.then(|| o.clone()));
+        }
+        before
+            .into_iter()
+            .filter(|(k, _)| !self.objects.contains_key(k))
+            .filter_map(|(_, o)| o)
+            .collect()
+    }
+}
+
+/// Until when a source that just failed had delivered in real time: where its gap starts.
+enum DeliveredUntil {
+    /// Until now: the failure ended a stream that was open (it broke, or sent an error).
+    Now,
+    /// Until the failed watch request was sent: the watcher sends one only once the previous
+    /// watch ended (silently: a server timeout, a stream end) or failed.
+    LastWatchRequest,
+    /// Until it was last seen up (a list failed: the source was down or never up already).
+    LastUp,
+}
+
+/// What one error of the watcher means for the gap, the retry and the watcher itself.
+struct Failure {
+    /// `list` or `watch`: which request failed, for the gap's reason.
+    stage: &'static str,
+    why: String,
+    retry_after: Option<Duration>,
+    until: DeliveredUntil,
+    /// 410 Gone: the history to resume from is gone; re-list at once (no pause, as the server
+    /// answered).
+    gone: bool,
+    /// The watcher would retry the expired resourceVersion forever (a 410 answered to the
+    /// watch request itself rather than as an event): start it over, with a list.
+    restart: bool,
+}
+
+impl Failure {
+    fn of(e: &watcher::Error, listing: bool) -> Failure {
+        let is_gone = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 410);
+        let client = |stage, e: &kube::Error, until| {
+            let (why, retry_after, _) = explain(e);
+            let gone = is_gone(e);
+            Failure {
+                stage,
+                why,
+                retry_after,
+                until: if gone { DeliveredUntil::LastWatchRequest } else { until },
+                gone,
+                restart: gone,
+            }
+        };
+        match e {
+            watcher::Error::InitialListFailed(e) => client("list", e, DeliveredUntil::LastUp),
+            watcher::Error::WatchStartFailed(e) => client("watch", e, DeliveredUntil::LastWatchRequest),
+            watcher::Error::WatchFailed(e) => client("watch", e, DeliveredUntil::Now),
+            watcher::Error::WatchError(s) => Failure {
+                stage: "watch",
+                why: format!("{} {}: {}", s.code, s.reason, s.message),
+                retry_after: None,
+                // A 410 event: the changes since the resourceVersion the watch resumed from may
+                // be lost. Any other error event ends a stream that delivered until now.
+                until: if s.code == 410 {
+                    DeliveredUntil::LastWatchRequest
+                } else {
+                    DeliveredUntil::Now
+                },
+                gone: s.code == 410,
+                // The watcher re-lists after a 410 event by itself.
+                restart: false,
+            },
+            watcher::Error::NoResourceVersion => Failure {
+                stage: if listing { "list" } else { "watch" },
+                why: e.to_string(),
+                retry_after: None,
+                until: if listing {
+                    DeliveredUntil::LastUp
+                } else {
+                    DeliveredUntil::Now
+                },
+                gone: false,
+                restart: false,
+            },
+        }
+    }
+}
+
+/// How a watch delivery becomes an observer input.
+type ToInput<K> = fn(Timestamp, WatchKind, K) -> Input;
+
+/// Runs kube-runtime's `watcher` on `api` (consistent lists, watches ended by the server after
+/// `WATCH_TIMEOUT_SECS`, `fields` as field selector) until the receiver is dropped or the source
+/// has been down longer than `budget`, and sends what it delivers as observer inputs: the
+/// objects of each (re-)list as ADDED, in one go once the list is complete; a watched change as
+/// ADDED when the object was not known yet, else MODIFIED; a deletion as DELETED. With
+/// `track_deletes`, an object known before a re-list and absent from it is reported DELETED.
+///
+/// Gaps: any error of the watcher opens one (if none is open), named after the request that
+/// failed. It closes only once the source delivers again: a list answered in full, an object
+/// delivered, or a watch request answered 2xx, learnt from the client the watcher is given
+/// (`cluster::probe_watches`), as the watcher restarts a watch silently and would otherwise
+/// say nothing until the object next changes. `established` fires at the first complete list.
+#[allow(clippy::too_many_arguments)]
+async fn watch_source<K>(
+    api: Api<K>,
+    fields: Option<String>,
+    source: EvidenceSource,
+    tx: Tx,
+    budget: Duration,
+    to_input: ToInput<K>,
+    track_deletes: bool,
+    mut established: Option<oneshot::Sender<()>>,
+) where
+    K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let namespace = api.namespace().map(str::to_string);
+    let (client, mut watch_requests) = crate::cluster::probe_watches(api.into_client());
+    let api: Api<K> = match &namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    // Consistent lists (a quorum read): a re-list after a gap shows the state as it is, not a
+    // stale cache's. Bookmarks (on by default) keep the resourceVersion to resume from recent.
+    let mut config = Config::default()
+        .timeout(WATCH_TIMEOUT_SECS)
+        .list_semantic(ListSemantic::MostRecent);
+    if let Some(f) = &fields {
+        config = config.fields(f);
+    }
+    let start = || watcher::watcher(api.clone(), config.clone()).boxed();
+    let mut changes = start();
+    let mut link = Link::new(source.clone(), tx.clone());
+    let mut outage = Outage::new(source, budget);
+    let mut delivered = Delivered::new(track_deletes);
+    // Between `Init` and `InitDone`: the objects of the list in progress.
+    let mut listing: Option<Vec<K>> = None;
+    loop {
+        // The stream first: an error already waiting there outranks the answer to the watch
+        // request that opened it (see the `Err` arm).
+        let change = tokio::select! {
+            biased;
+            () = tx.closed() => return,
+            change = changes.next() => change,
+            Ok(()) = watch_requests.changed() => {
+                // A watch request of this source was answered 2xx: the watch is back, though the
+                // watcher says nothing until the next change.
+                if !link.up().await {
+                    return;
+                }
+                outage.up();
+                continue;
+            }
+        };
+        let Some(change) = change else {
+            // The watcher's stream does not end; should it, start over with a list.
+            changes = start();
+            continue;
+        };
+        match change {
+            Ok(Change::Init) => listing = Some(Vec::new()),
+            Ok(Change::InitApply(obj)) => listing.get_or_insert_with(Vec::new).push(obj),
+            Ok(Change::InitDone) => {
+                let listed = listing.take().unwrap_or_default();
+                if !link.up().await {
+                    return;
+                }
+                outage.up();
+                // From the list's resourceVersion on, the watch delivers every change: anything
+                // created after this moment is seen from its first version.
+                if let Some(e) = established.take() {
+                    let _ = e.send(());
+                }
+                let received = Timestamp::now();
+                for obj in delivered.relisted(&listed) {
+                    if !link.send(to_input(received, WatchKind::Deleted, obj)).await {
+                        return;
+                    }
+                }
+                for obj in listed {
+                    if !link.send(to_input(received, WatchKind::Added, obj)).await {
+                        return;
+                    }
+                }
+            }
+            Ok(Change::Apply(obj)) => {
+                let received = Timestamp::now();
+                if !link.up().await {
+                    return;
+                }
+                outage.up();
+                let kind = delivered.applied(&obj);
+                if !link.send(to_input(received, kind, obj)).await {
+                    return;
+                }
+            }
+            Ok(Change::Delete(obj)) => {
+                let received = Timestamp::now();
+                if !link.up().await {
+                    return;
+                }
+                outage.up();
+                delivered.deleted(&obj);
+                if !link.send(to_input(received, WatchKind::Deleted, obj)).await {
+                    return;
+                }
+            }
+            Err(e) => {
+                // Watch requests answered before this failure say nothing about after it (a 410
+                // event comes in a stream answered 200): only a later answer closes the gap.
+                watch_requests.borrow_and_update();
+                let f = Failure::of(&e, listing.is_some());
+                match f.until {
+                    DeliveredUntil::Now => link.delivered_until(Timestamp::now()),
+                    DeliveredUntil::LastWatchRequest => {
+                        if let Some(sent) = watch_requests.borrow().sent {
+                            link.delivered_until(sent);
+                        }
+                    }
+                    DeliveredUntil::LastUp => {}
+                }
+                if !link.down(&format!("{}: {}", f.stage, f.why)).await {
+                    return;
+                }
+                if f.gone {
+                    // Re-listed on the next poll; its `InitDone` closes the gap.
+                    if f.restart {
+                        changes = start();
+                        listing = None;
+                    }
+                    continue;
+                }
+                // The watcher retries on the next poll, so the pause is ours: `util::Backoff`,
+                // the one back-off every retry in podlife uses, lengthened to a 429's
+                // Retry-After, within the outage budget. Not kube-runtime's `StreamBackoff`: it
+                // sees no error's content (no Retry-After) and knows no budget to give up after.
+                match outage.failed(f.why, f.retry_after) {
+                    Some(pause) => {
+                        tokio::select! {
+                            () = tokio::time::sleep(pause) => {}
+                            () = tx.closed() => return,
+                        }
+                    }
+                    None => {
+                        let _ = tx.send(outage.lost()).await;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn pod_input(received: Timestamp, kind: WatchKind, pod: Pod) -> Input {
+    Input::Pod {
+        received,
+        kind,
+        pod: Box::new(pod),
+    }
+}
+
+fn event_input(received: Timestamp, kind: WatchKind, event: Event) -> Input {
+    Input::Event {
+        received,
+        kind,
+        event: Box::new(event),
+    }
+}
+
+/// The pod watch of a case (one pod, by name). `established` fires once its first list has
+/// answered in full: create the pod only then, or its first versions may be missed (a watch
+/// spawned but not yet listing saw 20 of 468 live pods first as ContainerCreating).
+pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration, established: oneshot::Sender<()>) {
+    let fields = Some(format!("metadata.name={name}"));
+    watch_source(
+        api,
+        fields,
+        EvidenceSource::PodWatch,
+        tx,
+        budget,
+        pod_input,
+        true,
+        Some(established),
+    )
+    .await
+}
+
+/// The Event watch of a case namespace. A 403 (events forbidden) is a gap like any failure:
+/// retried within the budget (RBAC can lag behind an API server restart), then left open.
+pub async fn watch_events(api: Api<Event>, tx: Tx, budget: Duration) {
+    watch_source(api, None, EvidenceSource::Events, tx, budget, event_input, false, None).await
+}
