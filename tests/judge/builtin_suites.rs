@@ -101,8 +101,8 @@ fn termination_grace_5s_expected_10s_fails() {
     let e = mutated(
         "termination.yaml",
         "sigterm-ignored",
-        "{from: term, to: kill, target: 5s",
-        "{from: term, to: kill, target: 10s",
+        "{from: term, to: kill, min: 4750ms, max: 5500ms}",
+        "{from: term, to: kill, min: 9750ms, max: 10500ms}",
     );
     assert_named(&e, "measured 4.832s");
 }
@@ -156,8 +156,8 @@ fn hooks_prestop_not_counted_against_grace_fails() {
     let e = mutated(
         "hooks.yaml",
         "prestop-exceeds-grace",
-        "{from: deleteSent, to: kill, min: 5900ms, max: 6300ms}",
-        "{from: deleteSent, to: kill, min: 3900ms, max: 4300ms}",
+        "{from: deleteSent, to: kill, min: 5900ms, max: 6700ms}",
+        "{from: deleteSent, to: kill, min: 3900ms, max: 4700ms}",
     );
     assert_named(&e, "measured 5.845s");
 }
