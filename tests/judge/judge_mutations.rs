@@ -871,3 +871,51 @@ fn a_hook_sleep_a_second_off_fails_the_builtin_hook_duration_bound() {
     fails_with(&hook_gap(&moved(1000)), "measured 4.");
     fails_with(&hook_gap(&moved(-1000)), "measured 2.");
 }
+
+/// sidecar-native: the API never shows main running while Initialized is False; both in one
+/// status (coalesced writes, live run O5) passes, a node that shows main running first fails.
+#[test]
+fn main_running_before_initialized_fails_the_sidecar_case_and_together_passes() {
+    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
+    let case = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.full_name() == "sidecars::sidecar-native")
+        .unwrap();
+    let base = Recording::read(&rec("sidecar-native")).unwrap().timeline();
+    let verdict = |tl: &podlife::observe::Timeline| {
+        judge_case(&case.spec, tl)
+            .into_iter()
+            .find(|v| v.kind == "never" && v.evidence.contains("main") && v.evidence.contains("Initialized"))
+            .unwrap()
+    };
+    pass(&verdict(&base));
+    let running = |s: &podlife::observe::Snapshot| {
+        s.containers
+            .iter()
+            .any(|c| c.name == "main" && matches!(c.state, podlife::observe::State::Running { .. }))
+    };
+    let first = base.snapshots.iter().position(running).unwrap();
+    let initialized = |s: &podlife::observe::Snapshot| {
+        s.conditions
+            .iter()
+            .any(|c| c.r#type == "Initialized" && c.status == "True")
+    };
+    // Together: the snapshots from Initialized=True up to main running merged into one.
+    let mut together = base.clone();
+    let init = together.snapshots.iter().position(initialized).unwrap();
+    assert!(init < first, "the recording shows Initialized first");
+    let merged = together.snapshots[first].clone();
+    together.snapshots.drain(init..=first);
+    together.snapshots.insert(init, merged);
+    pass(&verdict(&together));
+    // Broken: main running while Initialized is still False.
+    let mut broken = base.clone();
+    for s in &mut broken.snapshots[..=first] {
+        for c in s.conditions.iter_mut().filter(|c| c.r#type == "Initialized") {
+            c.status = "False".into();
+        }
+    }
+    let v = verdict(&broken);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+}
