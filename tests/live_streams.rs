@@ -491,3 +491,57 @@ fn a_pod_gone_after_the_follows_clean_end_leaves_the_log_complete() {
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     }
 }
+
+/// Live (N9, an evicted pod's log): the kubelet answers a log it cannot read with 200 and its
+/// error as the body ("failed to try resolving symlinks in path ..."). That is no line of the
+/// log: the log is lost, its verdicts undecided, never "0 lines, complete" (was: a false
+/// failure of `status-evicted-ephemeral-storage@vm2`).
+#[test]
+fn a_log_answered_with_the_kubelets_error_text_is_a_gap_not_an_empty_log() {
+    let e = env(|f| {
+        f.log_body_error = Some("failed to try resolving symlinks in path \"/var/log/pods/x/main/0.log\": lstat /var/log/pods/x: no such file or directory".into())
+    });
+    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    let g = tl
+        .gaps
+        .iter()
+        .find(|g| matches!(g.source, EvidenceSource::Logs { .. }))
+        .unwrap_or_else(|| panic!("no log gap: {:?}", tl.gaps));
+    assert!(
+        g.reason.contains("failed to try resolving symlinks"),
+        "{}",
+        g.describe()
+    );
+    assert!(tl.logs.is_empty(), "{:?}", tl.logs);
+    for v in a.verdicts.iter().filter(|v| v.kind == "log") {
+        assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    }
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Undecided);
+}
+
+/// The same answer after the follow read the log to its clean end and the pod went (live, O4:
+/// "unable to retrieve container logs for containerd://..."): like a 404 there, the log is
+/// complete, nothing undecided.
+#[test]
+fn the_kubelets_error_text_after_the_follows_clean_end_leaves_the_log_complete() {
+    let e = env(|f| {
+        f.log_gone_after_end = true;
+        f.log_gone_as_text = true;
+    });
+    let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    assert!(
+        !tl.gaps.iter().any(|g| matches!(g.source, EvidenceSource::Logs { .. })),
+        "{:?}",
+        tl.gaps
+    );
+    assert!(
+        !tl.logs.iter().any(|l| l.text.contains("unable to retrieve")),
+        "{:?}",
+        tl.logs
+    );
+    for v in &a.verdicts {
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    }
+}

@@ -429,6 +429,12 @@ pub struct FakeState {
     /// answers 404 (the pod was deleted right after its container ended, before the pod
     /// watch showed the exit: live under load).
     pub log_gone_after_end: bool,
+    /// With `log_gone_after_end`: the kubelet's answer for a log file that is gone, as live
+    /// (an evicted pod, a removed container): 200 with its error as the body, not a 404.
+    pub log_gone_as_text: bool,
+    /// Every log request is answered 200 with this text as the body (no timestamps: the
+    /// kubelet's error for a log it could not read).
+    pub log_body_error: Option<String>,
     /// Pods whose log follow ended cleanly (with `log_gone_after_end`).
     log_ended: BTreeSet<(String, String)>,
     /// Lists and watches of events answer 403 (RBAC changed after the preflight).
@@ -541,6 +547,18 @@ fn outage(st: &Arc<Mutex<FakeState>>, line: &str) -> bool {
         s.requests.push(format!("REFUSED {line}"));
     }
     down
+}
+
+/// 200 with `text` as a plain body, as the kubelet answers a log it cannot read.
+fn text_resp(text: &str) -> Response<RespBody> {
+    let body = http_body_util::Full::new(Bytes::from(text.to_string()))
+        .map_err(|e| -> BoxError { match e {} })
+        .boxed();
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/plain")
+        .body(body)
+        .unwrap()
 }
 
 fn json_resp(code: u16, v: Value) -> Response<RespBody> {
@@ -1255,7 +1273,15 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
     }
     let (lines, break_after, bad_utf8) = {
         let mut s = st.lock().unwrap();
+        if let Some(text) = &s.log_body_error {
+            return text_resp(text);
+        }
         if s.log_ended.contains(&key) {
+            if s.log_gone_as_text {
+                return text_resp(&format!(
+                    "unable to retrieve container logs for containerd://{name}-{container}\n"
+                ));
+            }
             return status(404, "NotFound", &format!("pods \"{name}\" not found"));
         }
         let Some(run) = s.pods.get(&key) else {

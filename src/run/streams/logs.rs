@@ -266,6 +266,30 @@ fn log_gap(source: &EvidenceSource, last: Option<Timestamp>, why: String) -> Gap
     }
 }
 
+/// Asked with timestamps, every log line has one. The kubelet answers a log it cannot read (its
+/// file gone: an evicted pod, a removed container) with 200 and its error as the body ("unable to
+/// retrieve container logs for ...", "failed to try resolving symlinks in path ..."): no line of
+/// the log.
+fn is_kubelet_error(line: &str) -> bool {
+    crate::observe::observer::parse_log_line(line).is_none() && !line.trim().is_empty()
+}
+
+/// The log is gone, as a 404 says (see `is_kubelet_error`).
+fn log_unreadable(line: &str) -> Fetched {
+    Fetched::Failed {
+        why: format!(
+            "the log request was answered \"{}\" instead of the log",
+            crate::util::printable(line.trim())
+                .chars()
+                .take(200)
+                .collect::<String>()
+        ),
+        retry: None,
+        code: Some(404),
+        opened: true,
+    }
+}
+
 /// One log request: sends every complete line; a line left unfinished is sent only when the
 /// stream ended cleanly and was not a follow that will be resumed.
 #[allow(clippy::too_many_arguments)]
@@ -308,6 +332,11 @@ async fn fetch_log(
     let mut first = true;
     loop {
         match reader.next_line(&mut stream).await {
+            // Asked with timestamps, every log line has one. The kubelet answers a log it cannot
+            // read (its file gone: an evicted pod, a removed container) with 200 and its error as
+            // the body ("unable to retrieve container logs for ...", "failed to try resolving
+            // symlinks in path ..."): the log is gone, as a 404 says, never a line of it.
+            Ok(Some(line)) if is_kubelet_error(&line) => return log_unreadable(&line),
             Ok(Some(line)) => {
                 if std::mem::take(&mut first)
                     && let Some(from) = *open
@@ -342,9 +371,13 @@ async fn fetch_log(
                 }
             }
             Ok(None) => {
+                let pending = reader.pending();
+                if let Some(line) = pending.as_deref().filter(|l| is_kubelet_error(l)) {
+                    return log_unreadable(line);
+                }
                 // A follow that ends may be resumed: its unfinished line comes again whole.
                 if !lp.follow
-                    && let Some(line) = reader.pending()
+                    && let Some(line) = pending
                     && send(line, last).await.is_err()
                 {
                     return Fetched::Closed;
