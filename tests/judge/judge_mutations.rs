@@ -919,3 +919,40 @@ fn main_running_before_initialized_fails_the_sidecar_case_and_together_passes() 
     let v = verdict(&broken);
     assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
 }
+
+/// poststart-exec-slow: main's first line and the hook's race (live run O6: the hook's came
+/// 19.5 ms first), so either order within 500 ms passes; a hook run a second before or after
+/// main's start fails.
+#[test]
+fn a_poststart_hook_racing_mains_first_line_passes_and_a_second_off_fails() {
+    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
+    let case = suites
+        .iter()
+        .flat_map(|s| &s.cases)
+        .find(|c| c.full_name() == "hooks::poststart-exec-slow")
+        .unwrap();
+    let base = Recording::read(&rec("poststart-exec-slow")).unwrap().timeline();
+    let main_start = base.logs.iter().find(|l| l.text == "main start").unwrap().time;
+    // The hook's first line `ms` after main's (negative: before).
+    let hook_at = |ms: i64| {
+        let mut tl = base.clone();
+        let begin = tl.logs.iter().find(|l| l.text == "poststart-begin").unwrap().time;
+        let by = main_start + jiff::SignedDuration::from_millis(ms) - begin;
+        // The whole hook moves: its begin and end lines.
+        for l in tl.logs.iter_mut().filter(|l| l.text.starts_with("poststart-")) {
+            l.time += by;
+        }
+        tl.logs.sort();
+        judge_case(&case.spec, &tl)
+    };
+    assert!(podlife::judge::all_pass(&judge_case(&case.spec, &base)));
+    let v = hook_at(-20);
+    assert!(podlife::judge::all_pass(&v), "{v:#?}");
+    for ms in [-1000, 1000] {
+        let v = hook_at(ms);
+        assert!(
+            v.iter().any(|v| v.kind == "gap" && v.outcome == Outcome::Fail),
+            "a hook {ms} ms from main's start passed: {v:#?}"
+        );
+    }
+}
