@@ -1378,3 +1378,38 @@ fn cancel_when_seen(
         tx.send(true).unwrap();
     });
 }
+
+/// Live (O7, after an API outage): the pod changed between the update's read and its PUT (the
+/// kubelet writing its status) and the server answered 409; the step errored the case. The
+/// update now reads the pod again and puts the container on it as it is.
+#[test]
+fn an_ephemeral_update_answered_409_reads_again_and_succeeds() {
+    let e = env(|f| f.ephemeral_conflicts = 2);
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - ephemeral: {container: {name: debugger2, image: "${image.agnhost}"}, via: update}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+"#;
+    let out = run(&e, &opts(e.dir.path()), body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let f = e.fake.lock().unwrap();
+    let puts = f
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("PUT ") && r.contains("/ephemeralcontainers"))
+        .count();
+    let gets = f
+        .requests
+        .iter()
+        .filter(|r| r.starts_with("GET ") && r.contains("/ephemeralcontainers"))
+        .count();
+    assert_eq!((gets, puts), (3, 3), "{:#?}", f.requests);
+    assert_eq!(f.ephemeral_containers.len(), 1);
+}

@@ -8,6 +8,10 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 
 use super::{CaseApi, ClusterError, FIELD_MANAGER};
 
+/// How often an ephemeral container's update reads the pod again after a 409 (a concurrent
+/// change of the pod): each conflict is a real write by someone else, so a few suffice.
+const MAX_CONFLICTS: u32 = 5;
+
 impl CaseApi {
     /// Server-side apply of the pod as an untyped object, so fields newer than our
     /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
@@ -83,8 +87,23 @@ impl CaseApi {
     ) -> Result<(), ClusterError> {
         // Retried while the API is unavailable: the patch adds the same container again (no
         // change), and the update re-reads the list and appends only a container not there yet.
-        self.retrying(outage_budget, || self.add_ephemeral_once(name, container, via))
-            .await
+        // The update's 409 (the pod changed between our read and our PUT: the kubelet writes
+        // its status meanwhile, live after an API outage) is answered by reading again, a few
+        // times: the container is added on the pod as it now is, never over a change.
+        let mut conflicts = 0;
+        loop {
+            match self
+                .retrying(outage_budget, || self.add_ephemeral_once(name, container, via))
+                .await
+            {
+                Err(ClusterError::Api { code: Some(409), .. })
+                    if via == crate::suite::EphemeralVia::Update && conflicts < MAX_CONFLICTS =>
+                {
+                    conflicts += 1;
+                }
+                r => return r,
+            }
+        }
     }
 
     async fn add_ephemeral_once(

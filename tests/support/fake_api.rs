@@ -361,6 +361,9 @@ pub struct FakeState {
     pub ephemeral: Vec<(String, String, Value)>,
     /// The ephemeral containers the pod has (by patch or update), in order.
     pub ephemeral_containers: Vec<Value>,
+    /// The next this many ephemeral-container PUTs answer 409: the pod changed between the
+    /// read and the PUT (the kubelet writing its status, live after an API outage).
+    pub ephemeral_conflicts: u32,
     /// How exec requests (`pods/<name>/exec`) are answered, in order (the last one repeats);
     /// empty: a 404.
     pub exec: Vec<FakeExec>,
@@ -942,6 +945,14 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     .cloned()
                     .unwrap_or_default(),
                 "PUT" => {
+                    if s.ephemeral_conflicts > 0 {
+                        s.ephemeral_conflicts -= 1;
+                        return status(
+                            409,
+                            "Conflict",
+                            "Operation cannot be fulfilled on pods: the object has been modified; please apply your changes to the latest version and try again",
+                        );
+                    }
                     // The whole list is replaced, against the resourceVersion read.
                     if body["metadata"]["resourceVersion"] != json!(format!("{}", 10 + s.ephemeral_containers.len())) {
                         return status(409, "Conflict", "the object has been modified");
