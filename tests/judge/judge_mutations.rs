@@ -711,12 +711,7 @@ fn broken_kill_mutations_of_real_timelines_fail() {
 /// (the kill bounds allow 500 ms for load), fails.
 #[test]
 fn late_reactions_to_our_delete_are_undecided_within_watch_delivery_and_fail_beyond() {
-    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
-    let case = suites
-        .iter()
-        .flat_map(|s| &s.cases)
-        .find(|c| c.full_name() == "hooks::prestop-http-exceeds-grace")
-        .unwrap();
+    let case = crate::support::judging::builtin("hooks::prestop-http-exceeds-grace");
     let tl = Recording::read(&rec("prestop-http-exceeds-grace")).unwrap().timeline();
     let v = judge_case(&case.spec, &tl);
     assert!(v.iter().all(|v| v.outcome == Outcome::Pass), "{v:#?}");
@@ -845,13 +840,7 @@ fn an_event_count_shortfall_is_undecided_only_when_its_types_bucket_was_full() {
 /// was cut a second short still fails the built-in case, whatever the load.
 #[test]
 fn a_hook_sleep_a_second_off_fails_the_builtin_hook_duration_bound() {
-    let suites = podlife::suite::load_suites(&[std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("suites")])
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    let case = suites
-        .into_iter()
-        .flat_map(|s| s.cases)
-        .find(|c| c.full_name() == "hooks::prestop-http-within-grace")
-        .unwrap();
+    let case = crate::support::judging::builtin("hooks::prestop-http-within-grace");
     let base = Recording::read(&rec("prestop-http-within-grace")).unwrap().timeline();
     let hook_gap = |tl: &podlife::observe::Timeline| {
         judge_case(&case.spec, tl)
@@ -876,12 +865,7 @@ fn a_hook_sleep_a_second_off_fails_the_builtin_hook_duration_bound() {
 /// status (coalesced writes, live run O5) passes, a node that shows main running first fails.
 #[test]
 fn main_running_before_initialized_fails_the_sidecar_case_and_together_passes() {
-    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
-    let case = suites
-        .iter()
-        .flat_map(|s| &s.cases)
-        .find(|c| c.full_name() == "sidecars::sidecar-native")
-        .unwrap();
+    let case = crate::support::judging::builtin("sidecars::sidecar-native");
     let base = Recording::read(&rec("sidecar-native")).unwrap().timeline();
     let verdict = |tl: &podlife::observe::Timeline| {
         judge_case(&case.spec, tl)
@@ -925,12 +909,7 @@ fn main_running_before_initialized_fails_the_sidecar_case_and_together_passes() 
 /// main's start fails.
 #[test]
 fn a_poststart_hook_racing_mains_first_line_passes_and_a_second_off_fails() {
-    let suites = podlife::suite::load_suites(&[crate::support::judging::root().join("suites")]).unwrap();
-    let case = suites
-        .iter()
-        .flat_map(|s| &s.cases)
-        .find(|c| c.full_name() == "hooks::poststart-exec-slow")
-        .unwrap();
+    let case = crate::support::judging::builtin("hooks::poststart-exec-slow");
     let base = Recording::read(&rec("poststart-exec-slow")).unwrap().timeline();
     let main_start = base.logs.iter().find(|l| l.text == "main start").unwrap().time;
     // The hook's first line `ms` after main's (negative: before).

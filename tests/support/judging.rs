@@ -13,6 +13,16 @@ pub fn root() -> PathBuf {
 }
 
 /// The recording `name` in tests/fixtures/recordings.
+/// The built-in case `full` (`suite::case`) from `suites/`, as the project ships it.
+pub fn builtin(full: &str) -> LoadedCase {
+    podlife::suite::load_suites(&[root().join("suites")])
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .into_iter()
+        .flat_map(|s| s.cases)
+        .find(|c| c.full_name() == full)
+        .unwrap_or_else(|| panic!("no case {full}"))
+}
+
 pub fn rec(name: &str) -> PathBuf {
     root().join("tests/fixtures/recordings").join(name)
 }
