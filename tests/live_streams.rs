@@ -545,3 +545,42 @@ fn the_kubelets_error_text_after_the_follows_clean_end_leaves_the_log_complete()
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     }
 }
+
+const ONFAILURE_THEN_SUCCESS: &str = r#"
+name: mock
+cases:
+  - name: restart-onfailure-then-success
+    manifest: REC/restart-onfailure-then-success/manifest.yaml
+    expect:
+      - phase: Succeeded
+      - log: {container: main, instance: 0, regex: '^first run: exiting 3$', count: 1}
+      - log: {container: main, instance: 1, regex: '^second run: exiting 0$', count: 1}
+"#;
+
+/// Live (N12, N13: restart-onfailure-pod-phases, restart-always-count-two): the pod watch showed
+/// instance 0 only after its immediate restart had printed, so instance 0's fetch read instance
+/// 1's log (the kubelet serves the current container's) and #0's own lines were never read:
+/// its log verdicts undecided in one or two cases of every full run. Once another stream shows
+/// those lines to be a later instance's, podlife fetches #0 again with `previous` (the kubelet
+/// serves the container before the current one), and #0's log is read after all.
+#[test]
+fn an_instance_whose_fetch_read_a_later_instances_log_is_fetched_again_as_previous() {
+    let e = env(|f| f.pod_watch_lag = Some(Duration::from_millis(2500)));
+    let out = run(&e, &opts(e.dir.path()), ONFAILURE_THEN_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    assert!(
+        !tl.gaps.iter().any(|g| matches!(g.source, EvidenceSource::Logs { .. })),
+        "{:?}",
+        tl.gaps
+    );
+    let requests = e.fake.lock().unwrap().requests.clone();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.contains("/log") && r.contains("previous=true")),
+        "no previous fetch: {requests:#?}"
+    );
+    for v in &a.verdicts {
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    }
+}

@@ -132,6 +132,9 @@ pub struct Observer {
     log_keys: BTreeSet<(String, Timestamp, String)>,
     kinds: BTreeMap<String, ContainerKind>,
     new_instances: Vec<NewInstance>,
+    /// Instances fetched again with `previous` because their first fetch read a later
+    /// instance's log (once each).
+    refetched: BTreeSet<(String, u32)>,
     /// Kept lines and bytes per (container, instance), for the caps.
     kept: HashMap<(String, u32), (usize, usize)>,
     /// Sees every input before the observer does, in push order (the run recorder).

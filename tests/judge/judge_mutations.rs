@@ -646,7 +646,8 @@ fn broken_back_off_mutations_of_real_timelines_fail() {
 #[test]
 fn start_allowance_bounds_fail_a_start_that_waits_ten_seconds() {
     // (case, recording, moved containers from instance k, the verdict's subject)
-    let cases: &[(&str, &str, &[(&str, u32)], &str)] = &[
+    type Moved<'a> = &'a [(&'a str, u32)];
+    let cases: &[(&str, &str, Moved, &str)] = &[
         (
             "restart-policy::restart-always-crashloop",
             "restart-always-crashloop",

@@ -442,6 +442,10 @@ pub struct FakeState {
     log_ended: BTreeSet<(String, String)>,
     /// Lists and watches of events answer 403 (RBAC changed after the preflight).
     pub forbid_events: bool,
+    /// Every pod version is served this much later than recorded, the log lines on time: the
+    /// kubelet's status write trailing the runtime under load (live: a container's exit shown
+    /// after its immediate restart had already printed).
+    pub pod_watch_lag: Option<Duration>,
     /// The nodes the cluster has (empty: the single Ready node `fake-node`).
     pub nodes: Vec<FakeNode>,
     /// `(namespace, pod, node)` of every apply, in order (node: where the pod was pinned).
@@ -1257,10 +1261,12 @@ fn select_for(s: &FakeState, ns: &str, kind: Kind) -> Vec<(Option<Instant>, Item
         } else {
             &run.script.events
         };
+        let lag = if kind == Kind::Pods { s.pod_watch_lag } else { None };
         for i in list {
             let mut i = i.clone();
             i.object = run.localize(&i.object);
-            out.push((run.due(i.offset, i.after_delete), i));
+            let due = run.due(i.offset, i.after_delete).map(|d| d + lag.unwrap_or_default());
+            out.push((due, i));
         }
     }
     out

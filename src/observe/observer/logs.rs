@@ -28,6 +28,9 @@ impl Observer {
             }
         }
         let instance = self.attribute(container, hint, time);
+        if hint == Some(instance) {
+            self.read_after_all(container, instance, time);
+        }
         let slot = (container.to_string(), instance);
         let (lines, bytes) = self.kept.get(&slot).copied().unwrap_or((0, 0));
         if lines >= MAX_LOG_LINES_PER_INSTANCE || bytes >= MAX_LOG_BYTES_PER_INSTANCE {
@@ -104,10 +107,61 @@ impl Observer {
                 from: None,
                 to: None,
                 clock: GapClock::Node,
-                reason: format!(
-                    "the log fetch for #{from} returned #{h}'s lines only: #{from}'s own lines were never read"
-                ),
+                reason: format!("the log fetch for #{from} returned #{h}'s lines only: #{from}'s {NEVER_READ}"),
             });
+            // The kubelet serves two logs of a container: the current one and, with `previous`,
+            // the one before it. With a later instance current now, `previous` is #from's while
+            // #from is the one before it (live: an immediate restart printed before the pod
+            // watch showed the exit, N12/N13); if it is not, the fetch reads another's lines,
+            // which go to their own instance, and the gap stays.
+            if self.refetched.insert((container.to_string(), from)) {
+                let container_id = self
+                    .tl
+                    .instances
+                    .iter()
+                    .find(|i| i.container == container && i.instance == from)
+                    .and_then(|i| i.container_id.clone())
+                    .unwrap_or_default();
+                self.new_instances.push(NewInstance {
+                    container: container.to_string(),
+                    instance: from,
+                    container_id,
+                    terminated: true,
+                    previous: true,
+                });
+            }
+        }
+    }
+
+    /// A line of `instance`'s own, delivered by its own stream, inside its run (from its
+    /// `startedAt` to the second after its `finishedAt`, both known): a fetch again with
+    /// `previous` read the log the first fetch missed, so its "never read" gap is withdrawn.
+    fn read_after_all(&mut self, container: &str, instance: u32, time: Timestamp) {
+        let second = jiff::SignedDuration::from_secs(1);
+        let inside = self
+            .tl
+            .instances
+            .iter()
+            .find(|i| i.container == container && i.instance == instance)
+            .is_some_and(|i| {
+                i.started_at.is_some_and(|s| time >= s)
+                    && i.finished_at.is_some_and(|f| time < crate::util::ts_add(f, second))
+            });
+        if !inside {
+            return;
+        }
+        let source = EvidenceSource::Logs {
+            container: Some(container.to_string()),
+            instance: Some(instance),
+        };
+        let before = self.tl.gaps.len();
+        self.tl
+            .gaps
+            .retain(|g| !(g.source == source && g.to.is_none() && g.reason.contains(NEVER_READ)));
+        if self.tl.gaps.len() < before {
+            self.tl.notes.push(format!(
+                "`{container}`#{instance}: read again with `previous`, its own lines were read after all"
+            ));
         }
     }
 
@@ -215,6 +269,9 @@ impl Observer {
             .unwrap_or(0)
     }
 }
+
+/// What a log gap says when an instance's fetch read only a later instance's lines.
+const NEVER_READ: &str = "own lines were never read";
 
 /// Longest log line kept (bytes of text after the timestamp); longer lines are cut at a
 /// character boundary and end with `TRUNCATED_MARKER`. The live reader and the recording reader
