@@ -584,3 +584,33 @@ fn an_instance_whose_fetch_read_a_later_instances_log_is_fetched_again_as_previo
         assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
     }
 }
+
+/// Live (O9: restart-always-count-two@vm failed "run 1" not found): instance 0's fetch was sent
+/// first, when instance 1 was already current, and answered after instance 1's own follow had
+/// delivered the same lines, so nothing marked #0's log as never read and its absence was taken
+/// for "0 lines". Either order of the two streams is a gap, and #0 is fetched again with
+/// `previous`.
+#[test]
+fn a_later_instances_lines_delivered_first_by_its_own_stream_still_mark_the_earlier_log_unread() {
+    let e = env(|f| {
+        f.pod_watch_lag = Some(Duration::from_millis(2500));
+        f.log_request_delays.insert(0, Duration::from_millis(1500));
+    });
+    let out = run(&e, &opts(e.dir.path()), ONFAILURE_THEN_SUCCESS).unwrap();
+    let (a, tl) = only(&out);
+    assert!(
+        tl.notes
+            .iter()
+            .any(|n| n.contains("#0: its log fetch returned #1's lines only")),
+        "the first fetch did not read #1's log: {:?}",
+        tl.notes
+    );
+    assert!(
+        !tl.gaps.iter().any(|g| matches!(g.source, EvidenceSource::Logs { .. })),
+        "{:?}",
+        tl.gaps
+    );
+    for v in &a.verdicts {
+        assert_eq!(v.outcome, Outcome::Pass, "{}", v.evidence);
+    }
+}

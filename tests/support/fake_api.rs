@@ -446,6 +446,10 @@ pub struct FakeState {
     /// kubelet's status write trailing the runtime under load (live: a container's exit shown
     /// after its immediate restart had already printed).
     pub pod_watch_lag: Option<Duration>,
+    /// `n → d`: the n-th log request (from 0) is answered only after `d`, with the log as it
+    /// is then (a kubelet slow to serve one fetch while it serves the next at once).
+    pub log_request_delays: BTreeMap<usize, Duration>,
+    log_requests: usize,
     /// The nodes the cluster has (empty: the single Ready node `fake-node`).
     pub nodes: Vec<FakeNode>,
     /// `(namespace, pod, node)` of every apply, in order (node: where the pod was pinned).
@@ -1279,6 +1283,15 @@ async fn logs(st: &Arc<Mutex<FakeState>>, ns: &str, name: &str, q: &BTreeMap<Str
     // Lines at or after `sinceTime` (whole seconds on the wire, as on a real server).
     let since: Option<Timestamp> = q.get("sinceTime").and_then(|t| t.parse().ok());
     let key = (ns.to_string(), name.to_string());
+    let delay = {
+        let mut s = st.lock().unwrap();
+        let n = s.log_requests;
+        s.log_requests += 1;
+        s.log_request_delays.get(&n).copied()
+    };
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
     {
         let mut s = st.lock().unwrap();
         if let Some((code, lasting)) = s.log_status {

@@ -59,17 +59,28 @@ impl Observer {
     /// lines or a later instance's (a resumed fetch reads the container's current log, a late
     /// `previous` the last terminated one), never an earlier one's: when two streams deliver the
     /// same line, the later instance is the line's (A3 of 2026-12-01-b: instance 1's "run 2"
-    /// came first through instance 0's resumed follow, then through instance 1's own).
+    /// came first through instance 0's resumed follow, then through instance 1's own), and the
+    /// earlier instance's stream read another's log. Either stream may deliver first (live run
+    /// O9: instance 0's fetch was sent first and answered last).
     pub(super) fn relocate(&mut self, container: &str, hint: Option<u32>, time: Timestamp, text: &str) {
         let Some(h) = hint else { return };
         let Some(pos) = self
             .tl
             .logs
             .iter()
-            .position(|l| l.container == container && l.time == time && l.text == text && l.instance < h)
+            .position(|l| l.container == container && l.time == time && l.text == text)
         else {
             return;
         };
+        let owner = self.tl.logs[pos].instance;
+        if owner > h {
+            // Instance h's stream delivered a line a later instance's own stream already had.
+            self.never_read(container, h, owner);
+            return;
+        }
+        if owner == h {
+            return;
+        }
         let mut line = self.tl.logs.remove(pos);
         if let Some(k) = self.kept.get_mut(&(container.to_string(), line.instance)) {
             k.0 = k.0.saturating_sub(1);
@@ -85,9 +96,14 @@ impl Observer {
             .logs
             .partition_point(|l| (l.container.as_str(), l.instance, l.time) <= (container, h, time));
         self.tl.logs.insert(at, line);
-        // Instance `from`'s stream delivered only a later instance's lines: its own log was
-        // never read (its fetch came when another container was current), a gap in the evidence
-        // (A5 of 2026-12-01-b: emptydir-survives-restart's first run).
+        self.never_read(container, from, h);
+    }
+
+    /// Instance `from`'s stream delivered a later instance's (`h`) lines: unless it also
+    /// delivered lines of its own, its log was never read (its fetch came when another
+    /// container was current), a gap in the evidence (A5 of 2026-12-01-b:
+    /// emptydir-survives-restart's first run), and it is fetched once more with `previous`.
+    fn never_read(&mut self, container: &str, from: u32, h: u32) {
         let source = EvidenceSource::Logs {
             container: Some(container.to_string()),
             instance: Some(from),
