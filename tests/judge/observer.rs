@@ -283,3 +283,57 @@ fn every_recording_reads() {
     // 30 lifecycle recordings and the 7 status-* ones.
     assert_eq!(n, 37);
 }
+
+/// Live O9: instance 0's fetch read instance 1's log and was answered after instance 1's own
+/// stream: the lines stay #1's, #0's log is a gap and is asked for again with `previous`; its own
+/// line from that fetch (here printed 4 ms before the second of its `startedAt`, as A3's "run 2"
+/// was: a process may print before the runtime records its start) withdraws the gap.
+#[test]
+fn a_log_read_only_by_a_later_instance_is_a_gap_until_the_previous_fetch_reads_it() {
+    let r = Recording::read(&rec("restart-onfailure-then-success")).unwrap();
+    let clean = r.timeline();
+    let mut obs = Observer::new(None, "test");
+    for i in r.inputs.iter().filter(|i| !matches!(i, Input::Log { .. })) {
+        obs.push(i.clone());
+    }
+    let line_of = |n: u32| {
+        let l = clean.logs_of("main", Some(n)).next().unwrap();
+        (l.time, l.text.clone())
+    };
+    let log = |n: u32, (time, text): &(jiff::Timestamp, String)| Input::Log {
+        received: None,
+        container: "main".into(),
+        instance: Some(n),
+        line: format!("{time} {text}"),
+    };
+    let one = line_of(1);
+    obs.push(log(1, &one));
+    obs.push(log(0, &one));
+    let asked = obs.take_new_instances();
+    assert!(
+        asked.iter().any(|n| n.instance == 0 && n.previous),
+        "no fetch again with previous: {asked:?}"
+    );
+    let tl = obs.timeline();
+    assert_eq!(tl.logs_of("main", Some(1)).count(), 1, "{:?}", tl.logs);
+    assert_eq!(tl.logs_of("main", Some(0)).count(), 0, "{:?}", tl.logs);
+    assert!(
+        tl.gaps
+            .iter()
+            .any(|g| g.reason.contains("#0's own lines were never read")),
+        "{:?}",
+        tl.gaps
+    );
+    let started = clean
+        .instances
+        .iter()
+        .find(|i| i.instance == 0)
+        .unwrap()
+        .started_at
+        .unwrap();
+    let (_, text) = line_of(0);
+    obs.push(log(0, &(started - jiff::SignedDuration::from_millis(4), text)));
+    let tl = obs.finish();
+    assert_eq!(tl.logs_of("main", Some(0)).count(), 1, "{:?}", tl.logs);
+    assert!(tl.gaps.is_empty(), "{:?}", tl.gaps);
+}

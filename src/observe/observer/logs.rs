@@ -149,9 +149,12 @@ impl Observer {
         }
     }
 
-    /// A line of `instance`'s own, delivered by its own stream, inside its run (from its
-    /// `startedAt` to the second after its `finishedAt`, both known): a fetch again with
-    /// `previous` read the log the first fetch missed, so its "never read" gap is withdrawn.
+    /// A line of `instance`'s own, delivered by its own stream before its end (the second after
+    /// its `finishedAt`, known): a fetch again with `previous` read the log the first fetch
+    /// missed, so its "never read" gap is withdrawn. A fetch for an instance never returns an
+    /// earlier one's lines, only a later one's, which come after that end; no lower bound, as
+    /// a process may print before the runtime records its start (A3: "run 2" :23.996,
+    /// startedAt :24).
     fn read_after_all(&mut self, container: &str, instance: u32, time: Timestamp) {
         let second = jiff::SignedDuration::from_secs(1);
         let inside = self
@@ -159,10 +162,7 @@ impl Observer {
             .instances
             .iter()
             .find(|i| i.container == container && i.instance == instance)
-            .is_some_and(|i| {
-                i.started_at.is_some_and(|s| time >= s)
-                    && i.finished_at.is_some_and(|f| time < crate::util::ts_add(f, second))
-            });
+            .is_some_and(|i| i.finished_at.is_some_and(|f| time < crate::util::ts_add(f, second)));
         if !inside {
             return;
         }
