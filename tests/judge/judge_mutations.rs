@@ -1014,3 +1014,93 @@ fn a_poststart_hook_racing_mains_first_line_passes_and_a_second_off_fails() {
         );
     }
 }
+
+/// The terminal phase and the status before it (Completed, Error, Init:Error, the container's
+/// termination) may come in one status write under load (live run N19: status-init-error@vm2),
+/// so the cases assert that the terminal phase is never shown first: the recordings pass, the
+/// two merged into one version pass, and a node showing the terminal phase one version early
+/// (its container still running, or an init container still to fail) fails.
+#[test]
+fn a_terminal_phase_shown_early_fails_and_together_with_its_status_passes() {
+    for (full, recording, terminal) in [
+        ("status::status-init-error", "init-fail-never", "Failed"),
+        ("status::status-completed", "status-completed", "Succeeded"),
+        ("status::status-error", "restart-never-fail", "Failed"),
+        ("restart-policy::restart-never-fail", "restart-never-fail", "Failed"),
+        (
+            "restart-policy::restart-never-success",
+            "restart-never-success",
+            "Succeeded",
+        ),
+    ] {
+        let case = crate::support::judging::builtin(full);
+        let base = Recording::read(&rec(recording)).unwrap().timeline();
+        let verdict = |tl: &podlife::observe::Timeline| {
+            judge_case(&case.spec, tl)
+                .into_iter()
+                .find(|v| v.kind == "never" && v.evidence.contains(&format!("phase {terminal}")))
+                .unwrap_or_else(|| panic!("{full}: no `never phase {terminal}` verdict"))
+        };
+        let v = verdict(&base);
+        assert_eq!(v.outcome, Outcome::Pass, "{full}: {}", v.evidence);
+        let b = base
+            .snapshots
+            .iter()
+            .position(|s| s.phase.as_deref() == Some(terminal))
+            .unwrap();
+        let a = base
+            .snapshots
+            .iter()
+            .position(|s| s.containers == base.snapshots[b].containers)
+            .unwrap();
+        assert!(
+            0 < a && a < b,
+            "{full}: the recording shows the status before the phase"
+        );
+        let mut together = base.clone();
+        let merged = together.snapshots[b].clone();
+        together.snapshots.drain(a..=b);
+        together.snapshots.insert(a, merged);
+        let v = verdict(&together);
+        assert_eq!(v.outcome, Outcome::Pass, "{full} together: {}", v.evidence);
+        let mut early = base.clone();
+        early.snapshots[a - 1].phase = Some(terminal.into());
+        let v = verdict(&early);
+        assert_eq!(v.outcome, Outcome::Fail, "{full} early: {}", v.evidence);
+    }
+}
+
+/// Readiness cases: unready 1.5-5 s after the removal's line (3 failures at 1 s, 500 ms for
+/// load on the early side: live run N19 measured 1.974 s). A node that turns unready at the
+/// first failure (1 s after the removal at most) fails on the real recordings.
+#[test]
+fn unready_at_the_first_failed_readiness_probe_fails() {
+    for (full, recording, removed) in [
+        ("probes::probe-readiness-exec", "probe-readiness-exec", "removed /ready"),
+        (
+            "probes::probe-readiness-toggle",
+            "probe-readiness-toggle",
+            "removed /www/ready",
+        ),
+    ] {
+        let case = crate::support::judging::builtin(full);
+        let base = Recording::read(&rec(recording)).unwrap().timeline();
+        let gap = |tl: &podlife::observe::Timeline| {
+            judge_case(&case.spec, tl)
+                .into_iter()
+                .find(|v| v.subject.contains("`removed`→`unready`"))
+                .unwrap()
+        };
+        let v = gap(&base);
+        assert_eq!(v.outcome, Outcome::Pass, "{full}: {}", v.evidence);
+        let measured = v.measured[0];
+        // The removal 1 s before Ready turned False: its line moved later by the difference.
+        let mut early = base.clone();
+        let shift = jiff::SignedDuration::from_secs_f64(measured - 1.0);
+        for l in early.logs.iter_mut().filter(|l| l.text == removed) {
+            l.time += shift;
+        }
+        let v = gap(&early);
+        assert_eq!(v.outcome, Outcome::Fail, "{full} unready 1 s after: {}", v.evidence);
+    }
+}
