@@ -67,7 +67,7 @@ pub(super) fn never_before(
                 // Across streams, "first" is only proven beyond both marks' uncertainty.
                 (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => {
                     undecided(format!(
-                        "never {} before {}: it was seen first ({}; {}), within their uncertainty: {}",
+                        "never {} before {}: it was seen first ({}; {}); undecided: within their uncertainty: {}",
                         n.mark.label(),
                         before.label(),
                         h.what,

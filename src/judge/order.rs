@@ -52,7 +52,7 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             }
             if inverted {
                 return undecided(format!(
-                    "order: {la} ({}) seen {} after {lb} ({}), within their uncertainty: {}",
+                    "order: {la} ({}) seen {} after {lb} ({}); undecided: within their uncertainty: {}",
                     a.what,
                     fmt_secs(secs(a.at.duration_since(b.at))),
                     b.what,
