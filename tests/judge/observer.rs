@@ -337,3 +337,45 @@ fn a_log_read_only_by_a_later_instance_is_a_gap_until_the_previous_fetch_reads_i
     assert_eq!(tl.logs_of("main", Some(0)).count(), 1, "{:?}", tl.logs);
     assert!(tl.gaps.is_empty(), "{:?}", tl.gaps);
 }
+
+/// Live N23: the pod watch showed instance 0 running only after instance 1 had run and ended,
+/// so #0's follow read #1's log (the current one) and its lines were kept on #0, whose end was
+/// not known yet: "run 1" not found, a false failure. Once the status shows #0's end, lines past
+/// it go to the later instance whose run holds them, and #0's log is a gap, fetched again with
+/// `previous`.
+#[test]
+fn lines_given_to_an_instance_before_its_end_was_known_move_to_the_later_instance() {
+    let r = Recording::read(&rec("restart-onfailure-then-success")).unwrap();
+    let clean = r.timeline();
+    let one = clean.logs_of("main", Some(1)).next().unwrap().clone();
+    let mut obs = Observer::new(None, "test");
+    obs.push(Input::Log {
+        received: None,
+        container: "main".into(),
+        instance: Some(0),
+        line: format!("{} {}", one.time, one.text),
+    });
+    assert_eq!(
+        obs.timeline().logs_of("main", Some(0)).count(),
+        1,
+        "kept on #0 while nothing is known"
+    );
+    for i in r.inputs.iter().filter(|i| !matches!(i, Input::Log { .. })) {
+        obs.push(i.clone());
+    }
+    let asked = obs.take_new_instances();
+    let tl = obs.finish();
+    assert_eq!(tl.logs_of("main", Some(1)).count(), 1, "{:?}", tl.logs);
+    assert_eq!(tl.logs_of("main", Some(0)).count(), 0, "{:?}", tl.logs);
+    assert!(
+        tl.gaps
+            .iter()
+            .any(|g| g.reason.contains("#0's own lines were never read")),
+        "{:?}",
+        tl.gaps
+    );
+    assert!(
+        asked.iter().any(|n| n.instance == 0 && n.previous),
+        "no fetch again with previous: {asked:?}"
+    );
+}

@@ -99,6 +99,71 @@ impl Observer {
         self.never_read(container, from, h);
     }
 
+    /// Lines given to an instance before its end was known (the pod watch trails the logs under
+    /// load) that came after that end (`finishedAt` + 1 s) go to the later instance whose run
+    /// holds them, as `attribute` places them when the status comes first; an instance left
+    /// without lines had its log never read (live run N23: the watch showed instance 0 running
+    /// only after instance 1 had run and ended, so #0's follow read #1's log and kept its lines).
+    pub(super) fn reattribute_logs(&mut self) {
+        let second = jiff::SignedDuration::from_secs(1);
+        let ends: HashMap<(&str, u32), Timestamp> = self
+            .tl
+            .instances
+            .iter()
+            .filter_map(|i| {
+                Some((
+                    (i.container.as_str(), i.instance),
+                    crate::util::ts_add(i.finished_at?, second),
+                ))
+            })
+            .collect();
+        let mut moves = vec![];
+        for (pos, l) in self.tl.logs.iter().enumerate() {
+            let Some(end) = ends.get(&(l.container.as_str(), l.instance)) else {
+                continue;
+            };
+            if l.time < *end {
+                continue;
+            }
+            let later = self.tl.instances.iter().find(|i| {
+                i.container == l.container
+                    && i.instance > l.instance
+                    && i.started_at.is_some_and(|s| l.time >= s)
+                    && i.finished_at.is_none_or(|f| l.time < crate::util::ts_add(f, second))
+            });
+            if let Some(i) = later {
+                moves.push((pos, i.instance));
+            }
+        }
+        if moves.is_empty() {
+            return;
+        }
+        let mut lines = vec![];
+        for (pos, to) in moves.into_iter().rev() {
+            let line = self.tl.logs.remove(pos);
+            if let Some(k) = self.kept.get_mut(&(line.container.clone(), line.instance)) {
+                k.0 = k.0.saturating_sub(1);
+                k.1 = k.1.saturating_sub(line.text.len());
+            }
+            let k = self.kept.entry((line.container.clone(), to)).or_insert((0, 0));
+            k.0 += 1;
+            k.1 += line.text.len();
+            lines.push((line, to));
+        }
+        let mut moved = BTreeSet::new();
+        for (mut line, to) in lines {
+            moved.insert((line.container.clone(), line.instance, to));
+            line.instance = to;
+            let at = self.tl.logs.partition_point(|l| {
+                (l.container.as_str(), l.instance, l.time) <= (line.container.as_str(), to, line.time)
+            });
+            self.tl.logs.insert(at, line);
+        }
+        for (container, from, to) in moved {
+            self.never_read(&container, from, to);
+        }
+    }
+
     /// Instance `from`'s stream delivered a later instance's (`h`) lines: unless it also
     /// delivered lines of its own, its log was never read (its fetch came when another
     /// container was current), a gap in the evidence (A5 of 2026-12-01-b:

@@ -49,6 +49,7 @@ impl Observer {
         if changed || kind == WatchKind::Deleted {
             self.tl.snapshots.push(snap);
         }
+        self.reattribute_logs();
     }
 
     /// The first version of the pod seen should be the one created: no status beyond the API
