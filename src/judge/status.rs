@@ -3,7 +3,7 @@
 
 use crate::observe::{Snapshot, State, Timeline};
 use crate::suite::ContainerKind;
-use crate::suite::model::{QosClass, StatusRowExpect};
+use crate::suite::model::{QosClass, StatusRowExpect, status_entry};
 
 use super::marks::{compile, hms};
 use super::sequence::{SeqMatch, Subject, match_sequence};
@@ -123,13 +123,52 @@ pub fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
         .map(|e| format!("{} event \"{}\" {}", e.reason, e.message, hms(e.received)))
 }
 
+/// How good a match is: the best of the sequences an expectation with optional entries allows.
+fn rank(m: &SeqMatch) -> u8 {
+    match m {
+        SeqMatch::Exact => 0,
+        SeqMatch::Skipped(_) => 1,
+        SeqMatch::Prefix => 2,
+        SeqMatch::Unproven(_) => 3,
+        SeqMatch::Mismatch => 4,
+    }
+}
+
+/// Every sequence `want` allows: each optional entry shown or not. Validation bounds the number
+/// of optional entries (`suite::model::MAX_OPTIONAL_STATUSES`), so this stays small.
+fn allowed_sequences(want: &[String]) -> Vec<Vec<String>> {
+    let entries: Vec<(&str, bool)> = want.iter().map(|s| status_entry(s)).collect();
+    let optional: Vec<usize> = (0..entries.len()).filter(|i| entries[*i].1).collect();
+    (0u32..(1 << optional.len()))
+        .map(|mask| {
+            entries
+                .iter()
+                .enumerate()
+                .filter(|(i, (_, opt))| {
+                    !*opt
+                        || optional
+                            .iter()
+                            .position(|o| o == i)
+                            .is_some_and(|b| mask & (1 << b) != 0)
+                })
+                .map(|(_, (t, _))| t.to_string())
+                .collect()
+        })
+        .collect()
+}
+
 pub(super) fn statuses(want: &[String], tl: &Timeline) -> J {
     let seen: Vec<String> = status_sequence(tl).into_iter().map(|(t, _)| t).collect();
     let shown = format!("expected [{}], observed [{}]", want.join(" → "), seen.join(" → "));
     let settled = tl.settled();
     // The same "what the API may skip" rules as `phases` (judge::sequence), with the STATUS
-    // column's own proofs.
-    match match_sequence(Subject::Status, want, &seen, tl, settled) {
+    // column's own proofs, for each sequence the optional entries allow; the best match wins.
+    let best = allowed_sequences(want)
+        .iter()
+        .map(|w| match_sequence(Subject::Status, w, &seen, tl, settled))
+        .min_by_key(rank)
+        .unwrap_or(SeqMatch::Mismatch);
+    match best {
         SeqMatch::Exact if settled => pass(format!("statuses {}", seen.join(" → "))),
         SeqMatch::Skipped(skips) if settled => {
             let notes: Vec<String> = skips
@@ -293,7 +332,8 @@ pub(super) fn qos_class(q: QosClass, tl: &Timeline) -> J {
 pub(super) fn statuses_gaps(want: &[String], j: J, tl: &Timeline) -> J {
     let Some(g) = tl.pod_gaps().next() else { return j };
     let seen: Vec<String> = status_sequence(tl).into_iter().map(|(t, _)| t).collect();
-    let want: Vec<&str> = want.iter().map(String::as_str).collect();
+    // Every entry, optional ones included: a hidden status can only add to what was seen.
+    let want: Vec<&str> = want.iter().map(|s| status_entry(s).0).collect();
     let doubt = match j.outcome {
         Outcome::Pass => true,
         Outcome::Fail => super::is_subsequence(&seen, &want),

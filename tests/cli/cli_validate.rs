@@ -295,6 +295,18 @@ const CASES: &[(&str, Option<&str>)] = &[
         ),
     ),
     (
+        "statuses-all-optional.yaml",
+        Some(
+            "tests/malformed/statuses-all-optional.yaml:6:9: cases[0].expect[0].statuses: every STATUS is optional (`?`): the list asserts nothing",
+        ),
+    ),
+    (
+        "statuses-too-many-optional.yaml",
+        Some(
+            "tests/malformed/statuses-too-many-optional.yaml:6:9: cases[0].expect[0].statuses: 5 optional STATUS entries (`?`), at most 4",
+        ),
+    ),
+    (
         "container-matcher-empty.yaml",
         Some(
             "tests/malformed/container-matcher-empty.yaml:6:27: cases[0].expect[0].container: the container matcher checks nothing: give `state`, `exitCode`, `reason`, `restartCount`, `message`, `ready`, `started`, `waitingReasonsSeen`, `waitingReasonsOnly` or `neverStarted`",

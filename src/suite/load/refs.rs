@@ -312,9 +312,24 @@ impl Refs<'_, '_> {
                     self.ctx
                         .err(case_name, format!("{path}.statuses"), "the STATUS sequence is empty");
                 }
-                if let Some(i) = list.iter().position(|s| s.trim().is_empty()) {
+                use crate::suite::model::{MAX_OPTIONAL_STATUSES, status_entry};
+                if let Some(i) = list.iter().position(|s| status_entry(s).0.trim().is_empty()) {
                     self.ctx
                         .err(case_name, format!("{path}.statuses[{i}]"), "the STATUS text is empty");
+                }
+                let optional = list.iter().filter(|s| status_entry(s).1).count();
+                if !list.is_empty() && optional == list.len() {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.statuses"),
+                        "every STATUS is optional (`?`): the list asserts nothing",
+                    );
+                } else if optional > MAX_OPTIONAL_STATUSES {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.statuses"),
+                        format!("{optional} optional STATUS entries (`?`), at most {MAX_OPTIONAL_STATUSES}"),
+                    );
                 }
             }
             Expectation::StatusRow(r) => {

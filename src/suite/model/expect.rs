@@ -29,7 +29,8 @@ pub enum Expectation {
     Never(NeverExpect),
     /// The sequence of distinct STATUS texts `kubectl get pods -w` shows, e.g.
     /// `[Pending, ContainerCreating, Running, Completed]`. A listed status may be missing from
-    /// the watch only when the timeline shows, by other evidence, that the pod was in it.
+    /// the watch only when the timeline shows, by other evidence, that the pod was in it. An
+    /// entry ending in `?` is optional: the node may or may not publish it (`DeadlineExceeded?`).
     Statuses(Vec<String>),
     /// A row of the status table: whenever the STATUS column shows `status`, the pod also has
     /// this phase, READY column, conditions, pod reason/message and container states.
@@ -376,5 +377,19 @@ impl QosClass {
             QosClass::Burstable => "Burstable",
             QosClass::BestEffort => "BestEffort",
         }
+    }
+}
+
+/// At most this many optional (`?`) entries in one `statuses` list: each doubles the sequences
+/// the judge tries, and a list that is mostly optional asserts little.
+pub const MAX_OPTIONAL_STATUSES: usize = 4;
+
+/// A `statuses` entry: its STATUS text and whether it is optional (`Text?`: a status the node
+/// may or may not publish, e.g. the pod reason the kubelet writes with the terminal phase before
+/// the container's own terminated state reaches the API).
+pub fn status_entry(s: &str) -> (&str, bool) {
+    match s.strip_suffix('?') {
+        Some(t) => (t.trim_end(), true),
+        None => (s, false),
     }
 }
