@@ -177,7 +177,10 @@ fn absent(case: &Case, r: &MarkRef, tl: &Timeline, evidence: String) -> J {
     }
     match hidden_by(case, r, tl, None) {
         Some(gap) => undecided(format!("{evidence}; undecided: {gap}")),
-        None => fail(format!("{evidence}, and the observation is complete")).with(Fact::MarkAbsent),
+        None => match event_lost(case, r, tl) {
+            Some(why) => undecided(format!("{evidence}; undecided: {why}")).with(Fact::EventsLossy),
+            None => fail(format!("{evidence}, and the observation is complete")).with(Fact::MarkAbsent),
+        },
     }
 }
 
@@ -202,7 +205,17 @@ fn hidden_by(case: &Case, r: &MarkRef, tl: &Timeline, before: Option<Timestamp>)
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never
 /// saw its mark is then undecided, not failed.
 pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
-    hidden_by(case, r, tl, None)
+    hidden_by(case, r, tl, None).or_else(|| event_lost(case, r, tl))
+}
+
+/// Why an event mark's absence is no evidence although the event stream had no gap: the
+/// kubelet's recorder may have dropped it (its spam-filter bucket for the event's type reached
+/// the burst, or similar events were aggregated). Live run N28: 16 MissingClusterDNS and 9
+/// Unhealthy Warnings of one pod filled the bucket, and the BackOff a `waitFor` awaited never
+/// reached the API server. `None` for other marks, or when nothing was seen lost.
+fn event_lost(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
+    let reason = event_reason(case, r)?;
+    events_lossy(tl, event_type(tl, &reason, None))
 }
 
 /// Whether a mark (by reference) has occurred; used by `waitFor` steps.

@@ -14,8 +14,9 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             Err(why) => {
                 return if !tl.complete {
                     undecided(format!("order: waiting: {why}"))
-                } else if let Some(gap) = hidden_by(case, r, tl, None) {
-                    // The mark could have happened while the source was down.
+                } else if let Some(gap) = hidden_by(case, r, tl, None).or_else(|| event_lost(case, r, tl)) {
+                    // The mark could have happened while the source was down, or the
+                    // kubelet's recorder dropped it.
                     undecided(format!("order: {why}; undecided: {gap}"))
                 } else {
                     // Nothing more will be observed and nothing was lost: the mark never happened.

@@ -1173,3 +1173,73 @@ fn deadline_exceeded_may_show_once_before_completed_and_nowhere_else() {
     let v = statuses(&early);
     assert_eq!(v.outcome, Outcome::Fail, "reason while Pending: {}", v.evidence);
 }
+
+/// A Warning the kubelet's recorder dropped is no evidence of absence: in live run N28@vm2 16
+/// MissingClusterDNS and 9 Unhealthy Warnings of one pod filled the recorder's bucket (25 per
+/// source, pod and type) and the BackOff a `waitFor` awaited never reached the API server. A
+/// wait for (or an order with) an event that is absent is undecided when its type's bucket was
+/// full, and fails when it was not: the same recording with its BackOff events removed.
+#[test]
+fn an_absent_event_is_undecided_only_when_its_bucket_was_full() {
+    use podlife::judge::steps_verdict;
+    let name = "probe-liveness-exec";
+    let mut base = Recording::read(&rec(name)).unwrap().timeline();
+    assert!(base.events.iter().any(|e| e.reason == "BackOff"));
+    base.events.retain(|e| e.reason != "BackOff");
+    let case = crate::support::judging::load(&crate::support::judging::suite_yaml(
+        &rec(name).join("manifest.yaml"),
+        "- waitFor: {until: {event: {reason: BackOff, container: main}}}",
+        "",
+        "- order: [{restarts: {container: main, count: 3}}, {event: {reason: BackOff, container: main}}]",
+    ));
+    let warnings = |tl: &podlife::observe::Timeline| -> u32 {
+        tl.events
+            .iter()
+            .filter(|e| e.r#type == "Warning")
+            .map(|e| e.repeats.max(1))
+            .sum()
+    };
+    assert!(warnings(&base) < 25, "the recording's bucket is not full");
+    let step = steps_verdict(&case.spec, &base).expect("the wait's mark is missing");
+    assert_eq!(step.outcome, Outcome::Fail, "{}", step.evidence);
+    let order = &judge_case(&case.spec, &base)[0];
+    assert_eq!(order.outcome, Outcome::Fail, "{}", order.evidence);
+
+    // The same pod on a cluster without DNS: a MissingClusterDNS Warning per sync fills the
+    // bucket (one Event object, its count rising).
+    let mut full = base.clone();
+    let unhealthy = full.events.iter().find(|e| e.r#type == "Warning").unwrap().clone();
+    let missing = 25 - warnings(&full);
+    full.events.push(podlife::observe::EventOccurrence {
+        reason: "MissingClusterDNS".into(),
+        message: "pod: \"probe-liveness-exec\". kubelet does not have ClusterDNS IP configured".into(),
+        container: None,
+        count: missing,
+        repeats: missing,
+        uid: "dns".into(),
+        ..unhealthy
+    });
+    full.events.sort_by_key(|e| e.received);
+    let step = steps_verdict(&case.spec, &full).expect("the wait's mark is missing");
+    assert_eq!(step.outcome, Outcome::Undecided, "{}", step.evidence);
+    assert!(step.evidence.contains("spam-filter burst"), "{}", step.evidence);
+    let order = &judge_case(&case.spec, &full)[0];
+    assert_eq!(order.outcome, Outcome::Undecided, "{}", order.evidence);
+    // A full Warning bucket says nothing about a Normal event (Killing is always Normal; the
+    // type of BackOff depends on what backs off, so any full bucket counts for it).
+    let killing = crate::support::judging::load(&crate::support::judging::suite_yaml(
+        &rec(name).join("manifest.yaml"),
+        "- waitFor: {until: {event: {reason: Killing, container: main, occurrence: 9}}}",
+        "",
+        "- phase: Running",
+    ));
+    let normal: u32 = full
+        .events
+        .iter()
+        .filter(|e| e.r#type == "Normal")
+        .map(|e| e.repeats.max(1))
+        .sum();
+    assert!(normal < 25, "the recording's Normal bucket is not full");
+    let step = steps_verdict(&killing.spec, &full).expect("the wait's mark is missing");
+    assert_eq!(step.outcome, Outcome::Fail, "{}", step.evidence);
+}

@@ -512,7 +512,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 19, "bundle fixtures changed");
+    assert_eq!(out.len(), 20, "bundle fixtures changed");
     out
 }
 
@@ -546,7 +546,7 @@ fn replay_bundle(bundle: &Path, reports: &Path) -> (PathBuf, serde_json::Value) 
 }
 
 /// Every bundle replays with today's suites, and on the conformant nodes (A1–A4 on the reference
-/// cluster, L7, M1, N2, N4, O4, O8, O9, N19, N23 and N26 on this project's) no case fails or errors: what the old evidence
+/// cluster, L7, M1, N2, N4, O4, O8, O9, N19, N23, N26 and N28 on this project's) no case fails or errors: what the old evidence
 /// cannot decide (a missed start, a wait cut short by the case timeout, a stalled kill tick) is
 /// undecided, and says why.
 /// Cases changed after the bundles were recorded (issue 20; pod-active-deadline already
@@ -568,6 +568,7 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "N19-8f5kfw2a",
     "N23-mqobg970",
     "N26-4qm3bspf",
+    "N28-g5wlw4zp",
 ];
 
 #[test]
@@ -740,4 +741,80 @@ fn a_liveness_kill_one_period_late_fails_the_widened_unhealthy_to_killing_bound(
             v.evidence
         );
     }
+}
+
+/// One case's recording (`attempt-1/`) out of a live bundle fixture, extracted into a
+/// temporary folder: returns the folder (kept alive by the TempDir) and the recording's path.
+fn bundle_recording(folder: &str, case_dir: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = bundles()
+        .into_iter()
+        .find(|(f, _)| f == folder)
+        .unwrap_or_else(|| panic!("no bundle {folder}"))
+        .1;
+    let file = std::fs::File::open(bundle).unwrap();
+    let want = format!("recordings/{case_dir}/attempt-1/");
+    let mut found = None;
+    for e in tar::Archive::new(flate2::read::GzDecoder::new(file)).entries().unwrap() {
+        let mut e = e.unwrap();
+        let path = e.path().unwrap().to_string_lossy().into_owned();
+        let Some(i) = path.find(&want) else { continue };
+        let rel = &path[i + want.len()..];
+        let dest = dir.path().join("attempt-1").join(rel);
+        if e.header().entry_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+            continue;
+        }
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        e.unpack(&dest).unwrap();
+        found = Some(dir.path().join("attempt-1"));
+    }
+    let rec = found.unwrap_or_else(|| panic!("{folder}: no recording {case_dir}"));
+    (dir, rec)
+}
+
+/// Live run N28@vm2: the case waited 30 s after restart 3 for the BackOff event; the back-off
+/// began one kill later than usual and its Warning event was dropped by the kubelet's recorder
+/// (the pod's Warning bucket full: MissingClusterDNS and Unhealthy), so the wait failed. Replayed:
+/// today's case (waiting for the CrashLoopBackOff status, 45 s) passes on the recording; the case
+/// as it was is undecided, naming the bucket, not failed; and today's case with a wait the
+/// recording never reaches is undecided (the recorded run ended at another step), not failed.
+#[test]
+fn n28_a_wait_for_a_dropped_event_is_undecided_and_a_changed_wait_is_judged_as_it_is_today() {
+    use podlife::results::AttemptStatus;
+    let (_dir, rec) = bundle_recording("N28-g5wlw4zp", "probes__probe-liveness-exec@vm2");
+    let today = builtin("probes::probe-liveness-exec");
+    let a = podlife::run::case::replay_case(&today, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+
+    let as_it_was = mutated_case(
+        "probes.yaml",
+        "probe-liveness-exec",
+        "- waitFor: {until: {status: CrashLoopBackOff}, timeout: 45s}",
+        "- waitFor: {until: {event: {reason: BackOff, container: main}}, timeout: 30s}",
+    );
+    let a = podlife::run::case::replay_case(&as_it_was, &rec);
+    assert_eq!(a.status, AttemptStatus::Undecided, "{:#?}", a.verdicts);
+    let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
+    assert!(
+        step.evidence.contains("timed out after 30s") && step.evidence.contains("spam-filter burst of 25"),
+        "{}",
+        step.evidence
+    );
+
+    let unreached = mutated_case(
+        "probes.yaml",
+        "probe-liveness-exec",
+        "- waitFor: {until: {status: CrashLoopBackOff}, timeout: 45s}",
+        "- waitFor: {until: {restarts: {container: main, count: 9}}, timeout: 45s}",
+    );
+    let a = podlife::run::case::replay_case(&unreached, &rec);
+    assert_eq!(a.status, AttemptStatus::Undecided, "{:#?}", a.verdicts);
+    let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
+    assert!(
+        step.evidence
+            .contains("the recorded run ended at a step the case no longer has"),
+        "{}",
+        step.evidence
+    );
 }

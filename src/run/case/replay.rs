@@ -28,10 +28,21 @@ pub fn replay_recording(case: &LoadedCase, rec: &Recording) -> Attempt {
     }
     if let Some(v) = &o.step_verdict {
         return match serde_json::from_value::<Verdict>(v.clone()) {
-            Ok(v) => {
-                let v = cut_short(case, &tl, v, o.closed);
-                conclude(case, tl, Some(v), started, t0)
-            }
+            Ok(v) => match recorded_wait(case, &v) {
+                RecordedWait::Today(until) => {
+                    let v = cut_short(case, &tl, v, o.closed);
+                    let v = lost_mark(case, until, &tl, v);
+                    conclude(case, tl, Some(v), started, t0)
+                }
+                RecordedWait::Gone => {
+                    let v = steps_of_today(case, &tl, &v);
+                    conclude(case, tl, v, started, t0)
+                }
+                RecordedWait::NotAWait => {
+                    let v = cut_short(case, &tl, v, o.closed);
+                    conclude(case, tl, Some(v), started, t0)
+                }
+            },
             Err(e) => errored(
                 format!("{}: damaged recording: step verdict: {e}", dir.display()),
                 started,
@@ -46,6 +57,73 @@ pub fn replay_recording(case: &LoadedCase, rec: &Recording) -> Attempt {
     // The recording must have done what the steps say, or the verdicts would judge something else.
     let step_failure = objects_verdict(case, &tl).or_else(|| judge::steps_verdict(&case.spec, &tl));
     conclude(case, tl, step_failure, started, t0)
+}
+
+/// What a recorded step failure was, against the case as it is today.
+enum RecordedWait<'a> {
+    /// A `waitFor` the case still has, at the same index, for the same mark.
+    Today(&'a crate::suite::MarkRef),
+    /// A `waitFor` the case no longer has (changed or removed since the recording).
+    Gone,
+    /// Another step's failure.
+    NotAWait,
+}
+
+/// Matches a recorded step failure ("steps[1] waitFor first event BackOff on `main`: timed out
+/// after 30s: ...") with the case's steps today.
+fn recorded_wait<'a>(case: &'a LoadedCase, v: &Verdict) -> RecordedWait<'a> {
+    let Some(rest) = v.evidence.strip_prefix("steps[") else {
+        return RecordedWait::NotAWait;
+    };
+    let Some((i, rest)) = rest.split_once("] waitFor ") else {
+        return RecordedWait::NotAWait;
+    };
+    let Ok(i) = i.parse::<usize>() else {
+        return RecordedWait::NotAWait;
+    };
+    match case.spec.steps.get(i).map(|s| &s.value) {
+        Some(Step::WaitFor(w)) if rest.starts_with(&format!("{}:", w.until.label())) => RecordedWait::Today(&w.until),
+        _ => RecordedWait::Gone,
+    }
+}
+
+/// A recorded failed wait judged as today's judge would: a mark the evidence could have lost
+/// (a gap, an event the kubelet's recorder dropped) makes it undecided.
+fn lost_mark(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, v: Verdict) -> Verdict {
+    if v.outcome != Outcome::Fail {
+        return v;
+    }
+    match judge::mark_hidden(&case.spec, until, tl) {
+        Some(why) => Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!("{}; undecided: {why}", v.evidence),
+            ..v
+        },
+        None => v,
+    }
+}
+
+/// The recorded run failed at a wait the case no longer has (live run N28 waited for a BackOff
+/// event; the case now waits for the CrashLoopBackOff status): that failure is not about the
+/// case as it is. The recording is held to today's steps instead; one it does not reach was cut
+/// short by the old step, so that is undecided, never failed.
+fn steps_of_today(case: &LoadedCase, tl: &Timeline, recorded: &Verdict) -> Option<Verdict> {
+    if let Some(v) = objects_verdict(case, tl) {
+        return Some(v);
+    }
+    let v = judge::steps_verdict(&case.spec, tl)?;
+    Some(if v.outcome == Outcome::Fail {
+        Verdict {
+            outcome: Outcome::Undecided,
+            evidence: format!(
+                "{}; undecided: the recorded run ended at a step the case no longer has ({})",
+                v.evidence, recorded.evidence
+            ),
+            ..v
+        }
+    } else {
+        v
+    })
 }
 
 /// A recorded wait that timed out although the recording ended before that wait's timeout (as
