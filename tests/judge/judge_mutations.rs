@@ -1243,3 +1243,52 @@ fn an_absent_event_is_undecided_only_when_its_bucket_was_full() {
     let step = steps_verdict(&killing.spec, &full).expect("the wait's mark is missing");
     assert_eq!(step.outcome, Outcome::Fail, "{}", step.evidence);
 }
+
+/// restart-always-crashloop orders its runs by the node's startedAt, not by a pod version showing
+/// them running: a 2 s run may start and exit within one status write (live run N33@vm2: run 2
+/// never shown running). The recording without any version showing run 2 running still passes;
+/// a kubelet that backs off before the second run (its BackOff before run 2's start) fails.
+#[test]
+fn crashloop_runs_are_ordered_by_their_starts_and_a_back_off_before_run_two_fails() {
+    let case = crate::support::judging::builtin("restart-policy::restart-always-crashloop");
+    let base = Recording::read(&rec("restart-always-crashloop")).unwrap().timeline();
+    let ours = |tl: &podlife::observe::Timeline| -> Vec<podlife::judge::Verdict> {
+        judge_case(&case.spec, tl)
+            .into_iter()
+            .filter(|v| matches!(v.kind.as_str(), "never" | "order") && v.evidence.contains("`firstRestart`"))
+            .collect()
+    };
+    let v = ours(&base);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    assert!(v.iter().all(|v| v.outcome == Outcome::Pass), "{v:#?}");
+
+    let run2 = |s: &podlife::observe::Snapshot| {
+        s.container("main")
+            .is_some_and(|c| c.restart_count == 1 && matches!(c.state, podlife::observe::State::Running { .. }))
+    };
+    let mut unseen = base.clone();
+    assert!(unseen.snapshots.iter().any(run2), "the recording shows run 2 running");
+    unseen.snapshots.retain(|s| !run2(s));
+    let v = ours(&unseen);
+    assert!(
+        v.iter().all(|v| v.outcome == Outcome::Pass),
+        "run 2 never shown running: {v:#?}"
+    );
+
+    let started = base
+        .instances
+        .iter()
+        .find(|i| i.container == "main" && i.instance == 1)
+        .and_then(|i| i.started_at)
+        .unwrap();
+    let mut early = base.clone();
+    let first = early.events.iter_mut().find(|e| e.reason == "BackOff").unwrap();
+    first.received = started - jiff::SignedDuration::from_secs(3);
+    first.time = Some(started - jiff::SignedDuration::from_secs(3));
+    early.events.sort_by_key(|e| e.received);
+    let v = ours(&early);
+    assert!(
+        v.iter().any(|v| v.kind == "never" && v.outcome == Outcome::Fail),
+        "{v:#?}"
+    );
+}
