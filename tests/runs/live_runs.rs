@@ -789,34 +789,31 @@ fn n28_a_wait_for_a_dropped_event_is_undecided_and_a_changed_wait_is_judged_as_i
     let a = podlife::run::case::replay_case(&today, &rec);
     assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
 
-    let as_it_was = mutated_case(
-        "probes.yaml",
-        "probe-liveness-exec",
-        "- waitFor: {until: {status: CrashLoopBackOff}, timeout: 45s}",
+    // The case with its second wait replaced: undecided, its step saying why.
+    let undecided_with = |wait: &str, why: &[&str]| {
+        let case = mutated_case(
+            "probes.yaml",
+            "probe-liveness-exec",
+            "- waitFor: {until: {status: CrashLoopBackOff}, timeout: 45s}",
+            wait,
+        );
+        let a = podlife::run::case::replay_case(&case, &rec);
+        assert_eq!(a.status, AttemptStatus::Undecided, "{wait}: {:#?}", a.verdicts);
+        let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
+        assert!(
+            why.iter().all(|w| step.evidence.contains(w)),
+            "{wait}: {}",
+            step.evidence
+        );
+    };
+    // As it was: the dropped BackOff event.
+    undecided_with(
         "- waitFor: {until: {event: {reason: BackOff, container: main}}, timeout: 30s}",
+        &["timed out after 30s", "spam-filter burst of 25"],
     );
-    let a = podlife::run::case::replay_case(&as_it_was, &rec);
-    assert_eq!(a.status, AttemptStatus::Undecided, "{:#?}", a.verdicts);
-    let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
-    assert!(
-        step.evidence.contains("timed out after 30s") && step.evidence.contains("spam-filter burst of 25"),
-        "{}",
-        step.evidence
-    );
-
-    let unreached = mutated_case(
-        "probes.yaml",
-        "probe-liveness-exec",
-        "- waitFor: {until: {status: CrashLoopBackOff}, timeout: 45s}",
+    // A wait the recording never reaches.
+    undecided_with(
         "- waitFor: {until: {restarts: {container: main, count: 9}}, timeout: 45s}",
-    );
-    let a = podlife::run::case::replay_case(&unreached, &rec);
-    assert_eq!(a.status, AttemptStatus::Undecided, "{:#?}", a.verdicts);
-    let step = a.verdicts.iter().find(|v| v.kind == "step").unwrap();
-    assert!(
-        step.evidence
-            .contains("the recorded run ended at a step the case no longer has"),
-        "{}",
-        step.evidence
+        &["the recorded run ended at a step the case no longer has"],
     );
 }
