@@ -16,8 +16,7 @@ pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
                 // An event's absence is only as strong as the event stream: the events of its
                 // type may have reached the recorder's burst (one bucket per source, pod and
                 // type: live runs saw 39 kubelet events of one pod, Normal and Warning apart).
-                let reason = event_reason(case, &n.mark).unwrap_or_default();
-                let j = match events_lossy(tl, event_type(tl, &reason, None)) {
+                let j = match event_lost(case, &n.mark, tl) {
                     Some(why) => undecided(format!("never {}: not seen; undecided: {why}", n.mark.label())),
                     None => pass(format!(
                         "never {}: did not occur [{EVENTS_NOTE}; none were seen dropped or aggregated]",

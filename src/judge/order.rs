@@ -14,7 +14,7 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             Err(why) => {
                 return if !tl.complete {
                     undecided(format!("order: waiting: {why}"))
-                } else if let Some(gap) = hidden_by(case, r, tl, None).or_else(|| event_lost(case, r, tl)) {
+                } else if let Some(gap) = mark_hidden(case, r, tl) {
                     // The mark could have happened while the source was down, or the
                     // kubelet's recorder dropped it.
                     undecided(format!("order: {why}; undecided: {gap}"))
