@@ -1292,3 +1292,65 @@ fn crashloop_runs_are_ordered_by_their_starts_and_a_back_off_before_run_two_fail
         "{v:#?}"
     );
 }
+
+/// postStart cases: `running` must come at least the hook's 4 s sleep after the hook began (less
+/// the process allowance), not strictly after the hook's last line, which containerd stamps when
+/// it reads it (live run N38: 3.1 ms after `running`). The recordings pass, the hook's last line
+/// stamped after `running` passes, and a kubelet that shows main running 1 s into the hook fails.
+#[test]
+fn running_before_the_poststart_hook_returned_fails_and_a_late_stamp_passes() {
+    for (full, recording, begin, end) in [
+        (
+            "hooks::poststart-exec-slow",
+            "poststart-exec-slow",
+            "hookBegin",
+            "poststart-end",
+        ),
+        (
+            "hooks::poststart-http-slow",
+            "poststart-http-slow",
+            "hookCalled",
+            "poststart hook returning",
+        ),
+    ] {
+        let case = crate::support::judging::builtin(full);
+        let base = Recording::read(&rec(recording)).unwrap().timeline();
+        let gap = |tl: &podlife::observe::Timeline| {
+            judge_case(&case.spec, tl)
+                .into_iter()
+                .find(|v| v.kind == "gap" && v.subject.contains(&format!("`{begin}`→`running`")))
+                .unwrap_or_else(|| panic!("{full}: no `{begin}`→`running` gap"))
+        };
+        let v = gap(&base);
+        assert_eq!(v.outcome, Outcome::Pass, "{full}: {}", v.evidence);
+        let running = |tl: &podlife::observe::Timeline| {
+            tl.snapshots
+                .iter()
+                .position(|s| {
+                    s.container("main")
+                        .is_some_and(|c| matches!(c.state, podlife::observe::State::Running { .. }))
+                })
+                .unwrap()
+        };
+        // The hook's last line stamped 50 ms after `running` was received.
+        let mut late = base.clone();
+        let at = late.snapshots[running(&late)].received;
+        for l in late.logs.iter_mut().filter(|l| l.text.ends_with(end)) {
+            l.time = at + jiff::SignedDuration::from_millis(50);
+        }
+        let v = gap(&late);
+        assert_eq!(v.outcome, Outcome::Pass, "{full} late stamp: {}", v.evidence);
+        // main shown running 1 s after the hook began.
+        let began = v.marks[0].at;
+        let mut early = base.clone();
+        let i = running(&early);
+        early.snapshots[i].received = began + jiff::SignedDuration::from_secs(1);
+        let v = gap(&early);
+        assert_eq!(
+            v.outcome,
+            Outcome::Fail,
+            "{full} running 1 s into the hook: {}",
+            v.evidence
+        );
+    }
+}

@@ -512,7 +512,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 22, "bundle fixtures changed");
+    assert_eq!(out.len(), 23, "bundle fixtures changed");
     out
 }
 
@@ -546,7 +546,7 @@ fn replay_bundle(bundle: &Path, reports: &Path) -> (PathBuf, serde_json::Value) 
 }
 
 /// Every bundle replays with today's suites, and on the conformant nodes (A1–A4 on the reference
-/// cluster, L7, M1, N2, N4, O4, O8, O9, N19, N23, N26, N28, N32 and N33 on this project's) no case fails or errors: what the old evidence
+/// cluster, L7, M1, N2, N4, O4, O8, O9, N19, N23, N26, N28, N32, N33 and N38 on this project's) no case fails or errors: what the old evidence
 /// cannot decide (a missed start, a wait cut short by the case timeout, a stalled kill tick) is
 /// undecided, and says why.
 /// Cases changed after the bundles were recorded (issue 20; pod-active-deadline already
@@ -571,6 +571,7 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "N28-g5wlw4zp",
     "N32-y69xzsu8",
     "N33-ynt8i2tr",
+    "N38-7kxm6te9",
 ];
 
 #[test]
