@@ -328,7 +328,15 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         j.marks = marks;
         return j;
     }
-    let mut j = if ok && coarse {
+    // A stalled tick leaves only finishedAt (whole seconds) as the kill's reading: when that
+    // second straddles a bound, the node may lie on either side of it.
+    let stalled = a.tick_stalled || b.tick_stalled;
+    let surely_within = lo.is_none_or(|lo| lo_true >= lo - 1e-9) && hi.is_none_or(|hi| hi_true <= hi + 1e-9);
+    let mut j = if ok && stalled && !surely_within {
+        undecided(format!(
+            "{ev}; undecided: the kill is read from finishedAt alone, whose second straddles the bound"
+        ))
+    } else if ok && coarse {
         undecided(format!(
             "{ev}; undecided: the measurement's uncertainty ({}) is wider than the expectation's window ({})",
             fmt_secs(widen),

@@ -156,7 +156,7 @@ fn hooks_prestop_not_counted_against_grace_fails() {
     let e = mutated(
         "hooks.yaml",
         "prestop-exceeds-grace",
-        "{from: deleteSent, to: kill, min: 5900ms, max: 6700ms}",
+        "{from: deleteSent, to: kill, min: 5900ms, max: 8500ms}",
         "{from: deleteSent, to: kill, min: 3900ms, max: 4700ms}",
     );
     assert_named(&e, "measured 5.845s");
