@@ -1413,3 +1413,55 @@ cases:
     assert_eq!((gets, puts), (3, 3), "{:#?}", f.requests);
     assert_eq!(f.ephemeral_containers.len(), 1);
 }
+
+/// podlife paces its own pod starts: with one start slot per node, the second case's pod is
+/// applied only once the first case's pod has a container started (seen on the pod watch), or
+/// has ended; with pacing off both pods are applied before either started.
+#[test]
+fn pod_starts_are_paced_per_node() {
+    let body = NEVER_SUCCESS.to_string()
+        + &NEVER_SUCCESS
+            .split_once("cases:\n")
+            .unwrap()
+            .1
+            .replace("name: restart-never-success", "name: second");
+    let first_start = |c: &podlife::results::CaseReport| {
+        let tl = c.timeline.as_ref().unwrap();
+        tl.snapshots
+            .iter()
+            .find(|s| {
+                s.containers
+                    .iter()
+                    .any(|c| !matches!(c.state, podlife::observe::State::Waiting { .. }))
+            })
+            .map(|s| s.received)
+            .unwrap()
+    };
+    let applied = |c: &podlife::results::CaseReport| {
+        let tl = c.timeline.as_ref().unwrap();
+        tl.actions
+            .iter()
+            .find(|a| a.kind == podlife::observe::ActionKind::Apply)
+            .unwrap()
+            .sent
+    };
+    for (slots, paced) in [(1, true), (0, false)] {
+        let e = env(|_| {});
+        let mut o = opts(e.dir.path());
+        o.starts_per_node = slots;
+        let out = run(&e, &o, &body).unwrap();
+        assert_eq!(out.summary.cases.len(), 2);
+        for c in &out.summary.cases {
+            assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+        }
+        let (a, b) = (&out.summary.cases[0], &out.summary.cases[1]);
+        let (first, second) = if applied(a) <= applied(b) { (a, b) } else { (b, a) };
+        assert_eq!(
+            applied(second) >= first_start(first),
+            paced,
+            "slots {slots}: second applied {} / first started {}",
+            applied(second),
+            first_start(first)
+        );
+    }
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use podlife::judge::Outcome;
 use podlife::observe::{EvidenceSource, Gap, Recording, Timeline};
-use podlife::results::{Attempt, CaseStatus};
+use podlife::results::{Attempt, AttemptStatus, CaseStatus};
 use podlife::run::{RunError, RunOptions, RunOutcome, run_live};
 use support::live::{self, Env, env, recordings};
 
@@ -213,6 +213,39 @@ fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
         f.requests
     );
     assert!(a.cleanup.deleted);
+}
+
+/// An attempt left undecided by an outage is run again in a fresh namespace (the outage is
+/// over by then): the second attempt decides, the case passes, and both attempts are reported
+/// with their own namespaces, the undecided one as evidence of what was lost.
+#[test]
+fn an_attempt_undecided_by_an_outage_is_run_again_in_a_fresh_namespace() {
+    let e = env(|f| f.outage = Some((Duration::from_millis(1500), Duration::from_secs(5))));
+    let mut o = opts(e.dir.path());
+    o.undecided_retries = 2;
+    let out = run(&e, &o, SIGTERM_HANDLED).unwrap();
+    let c = &out.summary.cases[0];
+    let statuses: Vec<_> = c.attempts.iter().map(|a| a.status).collect();
+    assert_eq!(
+        statuses,
+        [AttemptStatus::Undecided, AttemptStatus::Passed],
+        "{:#?}",
+        c.attempts
+    );
+    assert_eq!(c.status, CaseStatus::Passed);
+    let names: Vec<_> = c
+        .attempts
+        .iter()
+        .map(|a| a.cleanup.namespace.clone().unwrap())
+        .collect();
+    assert_ne!(names[0], names[1]);
+    assert!(c.attempts.iter().all(|a| a.cleanup.deleted));
+    assert!(!out.any_failed);
+    // Without undecided retries the same run stays undecided: the retry is what decided it.
+    let e = env(|f| f.outage = Some((Duration::from_millis(1500), Duration::from_secs(5))));
+    let out = run(&e, &opts(e.dir.path()), SIGTERM_HANDLED).unwrap();
+    assert_eq!(out.summary.cases[0].status, CaseStatus::Undecided);
+    assert_eq!(out.summary.cases[0].attempts.len(), 1);
 }
 
 /// After the outage the watches resume from their last resourceVersion and get 410 Gone (etcd

@@ -77,6 +77,15 @@ pub struct RunArgs {
     /// Rerun a failed case up to N times; a pass after a failure is reported flaky.
     #[arg(long, default_value_t = defaults::RETRIES)]
     pub retries: u32,
+    /// Run an attempt that ended undecided (evidence lost: a watch down, an API outage) again,
+    /// up to N times, each in a fresh namespace; a case past its bound in the same direction
+    /// in every attempt fails.
+    #[arg(long, default_value_t = defaults::UNDECIDED_RETRIES)]
+    pub undecided_retries: u32,
+    /// Pods starting at once on each node (0: unbounded): podlife paces its own pod starts so
+    /// that it measures a node doing what a normal node does, not one busy with podlife.
+    #[arg(long, default_value_t = defaults::STARTS_PER_NODE)]
+    pub starts_per_node: usize,
     /// Keep the namespaces of failed cases for debugging (`never` or `on-failure`).
     #[arg(long, value_enum, default_value_t = KeepNamespaces::Never)]
     pub keep_namespaces: KeepNamespaces,

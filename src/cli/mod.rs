@@ -85,8 +85,13 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 }
 
 fn validate(paths: Vec<PathBuf>) -> ExitCode {
-    match load_or_report(&default_paths(paths)) {
+    let paths = default_paths(paths);
+    match load_or_report(&paths) {
         Ok(suites) => {
+            if let Err(e) = crate::suite::durations::Durations::beside(&paths) {
+                eprintln!("error: {}", crate::util::printable(&e));
+                return ExitCode::from(2);
+            }
             let cases: usize = suites.iter().map(|s| s.cases.len()).sum();
             crate::outln!(
                 "ok: {} suite{}, {} case{}",

@@ -68,6 +68,13 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let durations = match suite::durations::Durations::beside(&args.suites) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {}", crate::util::printable(&e));
+            return ExitCode::from(2);
+        }
+    };
     let opts = crate::run::RunOptions {
         filter: args.filter,
         exact: args.exact,
@@ -77,6 +84,9 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         ignored: args.ignored,
         include_ignored: args.include_ignored,
         retries: args.retries,
+        undecided_retries: args.undecided_retries,
+        starts_per_node: args.starts_per_node,
+        durations,
         keep_on_failure: args.keep_namespaces == KeepNamespaces::OnFailure,
         replay: args.replay,
         reports_dir: args.reports,

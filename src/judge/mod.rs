@@ -44,7 +44,7 @@ pub use phase::phase_sequence;
 use phase::{is_subsequence, phase, phases, phases_gaps};
 pub use steps::steps_verdict;
 
-pub use verdict::{Fact, MarkAt, Outcome, Verdict, all_decided, all_pass};
+pub use verdict::{Fact, MarkAt, Outcome, Verdict, all_decided, all_pass, beyond_in_every_attempt};
 use verdict::{J, fail, in_gap, pass, undecided};
 
 /// Why a verdict on the scheduler's writes cannot be decided for a pod bound at creation.

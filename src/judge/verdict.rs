@@ -82,6 +82,9 @@ pub enum Fact {
     /// The pod was created with `spec.nodeName`: what only the scheduler writes (the
     /// `Scheduled` event, PodScheduled before the kubelet's first status) cannot be judged.
     BoundWithoutScheduler,
+    /// Every attempt measured the value past the same bound on the same side, each by less than
+    /// its streams' delays: together they decide what none could alone.
+    BeyondInEveryAttempt,
 }
 
 /// A resolved mark as reported: its label and instant.
@@ -100,6 +103,57 @@ pub fn all_pass(v: &[Verdict]) -> bool {
 /// True when no verdict is still undecided.
 pub fn all_decided(v: &[Verdict]) -> bool {
     v.iter().all(|v| v.outcome != Outcome::Undecided)
+}
+
+/// Which side of its bounds a measured verdict lies on (`None`: within them, or unmeasured).
+fn side(v: &Verdict) -> Option<std::cmp::Ordering> {
+    let (m, info) = (v.measured.first()?, v.measures.first()?);
+    if info.max.is_some_and(|max| *m > max) {
+        Some(std::cmp::Ordering::Greater)
+    } else if info.min.is_some_and(|min| *m < min) {
+        Some(std::cmp::Ordering::Less)
+    } else {
+        None
+    }
+}
+
+/// Attempts of one case that all ended undecided: when each measured the same expectation past
+/// the same bound, on the same side, by less than its streams' delays (so each alone could not
+/// decide), the node is reproducibly past that bound, each time in a fresh namespace: a bound
+/// is set where a healthy node never comes near it, so its streams' delays cannot carry it past
+/// the bound in every attempt. Returns the position of that verdict in the last attempt and its
+/// failing replacement, with every attempt's measurement as evidence.
+pub fn beyond_in_every_attempt(attempts: &[&[Verdict]]) -> Option<(usize, Verdict)> {
+    let (last, earlier) = attempts.split_last()?;
+    if earlier.is_empty() {
+        return None;
+    }
+    last.iter().enumerate().find_map(|(pos, v)| {
+        let within_delay =
+            |v: &Verdict| v.outcome == Outcome::Undecided && v.facts.contains(&Fact::OrderWithinUncertainty);
+        let s = side(v).filter(|_| within_delay(v))?;
+        let mut measured = vec![];
+        for a in earlier {
+            let w = a.iter().find(|w| w.index == v.index && w.subject == v.subject)?;
+            if !within_delay(w) || side(w) != Some(s) {
+                return None;
+            }
+            measured.push(w.measured[0]);
+        }
+        measured.push(v.measured[0]);
+        let shown: Vec<String> = measured.iter().map(|m| crate::util::fmt_secs(*m)).collect();
+        let mut f = v.clone();
+        f.outcome = Outcome::Fail;
+        f.evidence = format!(
+            "past its bound on the same side in every one of {} attempts (measured {}); last: {}",
+            measured.len(),
+            shown.join(", "),
+            v.evidence
+        );
+        f.facts.retain(|x| *x != Fact::OrderWithinUncertainty);
+        f.facts.push(Fact::BeyondInEveryAttempt);
+        Some((pos, f))
+    })
 }
 
 /// A judgement under construction: each expectation kind builds one (`pass`, `fail`, `undecided`,

@@ -13,7 +13,7 @@ pub mod streams;
 mod sweep;
 mod trial;
 
-pub use options::{CASES_PER_NODE, RunOptions, default_threads, defaults};
+pub use options::{CASES_PER_NODE, RunOptions, START_HOLD, default_threads, defaults};
 use replay::{cases_of_run, prepare_replay, replayable};
 pub use replay::{is_run_folder, replay_fingerprint};
 pub use schedule::list;

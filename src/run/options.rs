@@ -18,6 +18,16 @@ pub struct RunOptions {
     pub ignored: bool,
     pub include_ignored: bool,
     pub retries: u32,
+    /// Run an attempt that ended undecided again, up to this many times, in a fresh namespace
+    /// (`--undecided-retries`): an undecided verdict is evidence lost, and a new attempt may
+    /// have it. Not a flake: only a failure of the node makes a later pass flaky.
+    pub undecided_retries: u32,
+    /// Pods starting at once on one node (`--starts-per-node`; 0: unbounded). A case holds a
+    /// start slot from its pod's creation until the pod runs a container, ends, or
+    /// [`START_HOLD`] passes: podlife's own start bursts must not load the node it measures.
+    pub starts_per_node: usize,
+    /// Typical case durations (`durations.tsv` beside the suites): the longest start first.
+    pub durations: crate::suite::durations::Durations,
     pub keep_on_failure: bool,
     pub replay: Option<PathBuf>,
     pub reports_dir: PathBuf,
@@ -62,6 +72,8 @@ pub mod defaults {
     pub const API_OUTAGE_BUDGET: &str = "2m";
     pub const SETTLE: &str = "3s";
     pub const RETRIES: u32 = 0;
+    pub const UNDECIDED_RETRIES: u32 = 2;
+    pub const STARTS_PER_NODE: usize = 3;
     pub const REPEAT: u32 = 1;
 }
 
@@ -78,6 +90,9 @@ impl Default for RunOptions {
             ignored: false,
             include_ignored: false,
             retries: defaults::RETRIES,
+            undecided_retries: defaults::UNDECIDED_RETRIES,
+            starts_per_node: defaults::STARTS_PER_NODE,
+            durations: Default::default(),
             keep_on_failure: false,
             replay: None,
             reports_dir: PathBuf::from(defaults::REPORTS),
@@ -111,6 +126,12 @@ impl RunOptions {
         }
     }
 }
+
+/// The longest a case holds its start slot (see `RunOptions::starts_per_node`): a pod left
+/// Pending by design (an image that never pulls, a missing ConfigMap) must not hold back the
+/// others. Starting a container takes the kubelet a sync and the runtime a create and a start:
+/// about a second on a calm node.
+pub const START_HOLD: Duration = Duration::from_secs(10);
 
 /// Cases in flight per targeted Ready node when `--test-threads` is not given. Measured on the
 /// 2-core reference node (issue 11): 16 concurrent cases ran the 86 built-in cases in 1.05× the

@@ -143,6 +143,24 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
         },
     );
+    // Start slots: per node with --each-node, else shared by the Ready nodes the pods may land on.
+    let start_slots: BTreeMap<String, Arc<tokio::sync::Semaphore>> = if opts.starts_per_node == 0 {
+        BTreeMap::new()
+    } else {
+        fleet
+            .iter()
+            .map(|n| {
+                (
+                    n.name.clone(),
+                    Arc::new(tokio::sync::Semaphore::new(opts.starts_per_node)),
+                )
+            })
+            .collect()
+    };
+    if fleet.is_empty() && opts.starts_per_node > 0 {
+        let ready = fingerprint.nodes.iter().filter(|n| n.ready).count().max(1);
+        env.starts = Some(Arc::new(tokio::sync::Semaphore::new(opts.starts_per_node * ready)));
+    }
     let mut lanes = Lanes::default();
     // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
     let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len() * per_case]));
@@ -153,9 +171,11 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     // Replaying a run folder: how many attempts each repetition of each case made live.
     let replay_plan = replay_plan(&source);
     let source = Arc::new(source);
-    // Longest first (by timeout): with N threads the run then ends soon after its slowest case.
+    // Longest first (by typical duration, else timeout): with N slots per node the run then
+    // ends soon after its slowest case, and the short cases spread over the whole run instead
+    // of crowding its end (longest-processing-time-first scheduling).
     let mut cases = cases;
-    cases.sort_by_key(|(_, c)| std::cmp::Reverse(c.timeout));
+    cases.sort_by_key(|(_, c)| std::cmp::Reverse(opts.durations.expected(&c.full_name(), c.timeout)));
     // Each case's copies on every node side by side, so every node's lane gets its longest
     // cases first too.
     let work: Vec<(Suite, LoadedCase, Option<NodeInfo>)> = cases
@@ -186,6 +206,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         if let Some(n) = &node {
             env.target = opts.target.on_node(n);
             env.node = Some(n.name.clone());
+            env.starts = start_slots.get(&n.name).cloned();
         }
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
@@ -229,6 +250,8 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             env,
             handle: rt.handle().clone(),
             retries: opts.retries,
+            undecided_retries: opts.undecided_retries,
+            quiet: opts.quiet,
             repeat: opts.repeat,
             interrupted: interrupted.clone(),
         };
@@ -395,6 +418,7 @@ fn case_env(
         record: None,
         node: None,
         api_health: None,
+        starts: None,
     }
 }
 
@@ -552,6 +576,8 @@ struct TrialPlan {
     env: CaseEnv,
     handle: tokio::runtime::Handle,
     retries: u32,
+    undecided_retries: u32,
+    quiet: bool,
     repeat: u32,
     interrupted: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The `panic_in_case` test hook names this case.
@@ -571,10 +597,18 @@ impl TrialPlan {
             report.ignore_reason = Some("not run: the run was interrupted".into());
             return report;
         }
+        // Replaying recordings without a run's plan: one recording per case, nothing to retry.
+        let undecided_retries = match (source, recorded) {
+            (Source::Replay(_), None) => 0,
+            _ => self.undecided_retries as usize,
+        };
         let mut attempt_no = 0;
         'reps: for rep in 0..repeat.max(1) as usize {
             let mut n = 0;
-            for try_ in 0..=retries as usize {
+            // Failed attempts retried (`--retries`) and undecided ones (`--undecided-retries`),
+            // each against its own budget.
+            let (mut failed_tries, mut undecided_tries) = (0, 0);
+            for try_ in 0.. {
                 // Replaying a run folder: the attempts the live run made, never more (a retry it did
                 // not make has no recording, e.g. for a case re-judged into failing).
                 let k = match recorded {
@@ -613,8 +647,40 @@ impl TrialPlan {
                     report.repetitions.push(n);
                     break 'reps;
                 }
-                if status == AttemptStatus::Passed {
+                let again = match status {
+                    AttemptStatus::Failed | AttemptStatus::Error => {
+                        failed_tries += 1;
+                        failed_tries <= retries as usize
+                    }
+                    AttemptStatus::Undecided => {
+                        undecided_tries += 1;
+                        undecided_tries <= undecided_retries
+                    }
+                    _ => false,
+                };
+                if !again {
                     break;
+                }
+                if status == AttemptStatus::Undecided && !self.quiet {
+                    eprintln!(
+                        "    {}: attempt {} undecided ({}); running it again in a fresh namespace",
+                        crate::results::case_id(&case.suite, case.name(), env.node.as_deref()),
+                        try_ + 1,
+                        report.attempts.last().map(undecided_cause).unwrap_or_default()
+                    );
+                }
+            }
+            // Undecided in every attempt, each past the same bound on the same side: the node
+            // is outside it, whatever the streams' delays (see `judge::beyond_in_every_attempt`).
+            let rep_attempts = &mut report.attempts[attempt_no - n..attempt_no];
+            if n > 1 && rep_attempts.iter().all(|a| a.status == AttemptStatus::Undecided) {
+                let verdicts: Vec<&[crate::judge::Verdict]> =
+                    rep_attempts.iter().map(|a| a.verdicts.as_slice()).collect();
+                if let Some((pos, v)) = crate::judge::beyond_in_every_attempt(&verdicts)
+                    && let Some(last) = rep_attempts.last_mut()
+                {
+                    last.verdicts[pos] = v;
+                    last.status = AttemptStatus::Failed;
                 }
             }
             report.repetitions.push(n);
@@ -638,6 +704,24 @@ impl TrialPlan {
         report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
         report
     }
+}
+
+/// Why an attempt was undecided, in a few words: its first undecided verdict's cause.
+fn undecided_cause(a: &Attempt) -> String {
+    let v = a
+        .verdicts
+        .iter()
+        .find(|v| v.outcome == crate::judge::Outcome::Undecided);
+    let text = v.map_or("no verdict", |v| {
+        v.evidence
+            .rsplit_once("undecided: ")
+            .map_or(v.evidence.as_str(), |(_, why)| why)
+    });
+    let mut short: String = text.chars().take(120).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    crate::util::printable(&short)
 }
 
 fn ignore_reason(

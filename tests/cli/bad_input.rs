@@ -526,3 +526,27 @@ fn a_signal_while_unpacking_a_bundle_leaves_nothing_behind() {
     let left: Vec<_> = std::fs::read_dir(&temp).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// A malformed `durations.tsv` beside the suites (it orders the cases) is one error naming its
+/// line, exit 2, for `validate` and for `run` before the cluster is touched.
+#[test]
+fn a_malformed_durations_file_is_one_error_naming_its_line() {
+    let d = tempfile::tempdir().unwrap();
+    copy_dir(&root().join("tests/list-fixture"), d.path());
+    let suites = d.path().join("suites");
+    std::fs::write(suites.join("durations.tsv"), "case\tseconds\nx::y\t12\nx::z\tlong\n").unwrap();
+    for args in [
+        vec![os("validate"), suites.as_os_str()],
+        vec![os("run"), os("--suites"), suites.as_os_str()],
+    ] {
+        let o = podlife(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("durations.tsv:3: seconds: expected a number"),
+            "{}",
+            text(&o)
+        );
+        assert!(!err.contains("panicked"), "{}", text(&o));
+    }
+}

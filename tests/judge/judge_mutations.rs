@@ -783,6 +783,41 @@ fn broken_kill_mutations_of_real_timelines_fail() {
     }
 }
 
+/// Each attempt alone cannot decide a reaction past its bound by less than the watch's
+/// delivery; past it in the same direction in every fresh attempt, the node is reproducibly
+/// outside it and the case fails with every attempt's measurement as evidence. An attempt that
+/// was within the bound, or undecided for another reason, leaves it undecided.
+#[test]
+fn past_the_bound_in_every_attempt_fails_and_one_decided_attempt_does_not() {
+    let case = crate::support::judging::builtin("hooks::prestop-http-exceeds-grace");
+    let tl = Recording::read(&rec("prestop-http-exceeds-grace")).unwrap().timeline();
+    let earlier = |ms: i64| {
+        let mut tl = tl.clone();
+        for a in tl.actions.iter_mut() {
+            a.sent -= jiff::SignedDuration::from_millis(ms);
+            a.done = a.done.map(|d| d - jiff::SignedDuration::from_millis(ms));
+        }
+        judge_case(&case.spec, &tl)
+    };
+    let (late_a, late_b, timely) = (earlier(2300), earlier(2600), earlier(0));
+    let (pos, failed) = podlife::judge::beyond_in_every_attempt(&[&late_a, &late_b]).expect("decided");
+    assert_eq!(failed.outcome, Outcome::Fail);
+    assert_eq!(late_b[pos].outcome, Outcome::Undecided);
+    assert!(
+        failed.subject.contains("`deleteSent`→`hookCalled`"),
+        "{}",
+        failed.subject
+    );
+    assert!(
+        failed.evidence.contains("every one of 2 attempts"),
+        "{}",
+        failed.evidence
+    );
+    assert!(failed.facts.contains(&podlife::judge::Fact::BeyondInEveryAttempt));
+    assert!(podlife::judge::beyond_in_every_attempt(&[&timely, &late_b]).is_none());
+    assert!(podlife::judge::beyond_in_every_attempt(&[&late_b]).is_none());
+}
+
 /// The kubelet hears of our DELETE through its own watch and promises no latency: the bounds
 /// from our DELETE allow 2 s for its reaction. A node reacting later than that by less than the
 /// watch's delivery (1 s) is undecided on the bounds from our DELETE and passes the node-side

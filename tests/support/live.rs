@@ -85,6 +85,10 @@ pub fn run_options(reports: &Path) -> RunOptions {
         ignored: false,
         include_ignored: false,
         retries: 0,
+        // Tests that retry undecided attempts or pace starts say so.
+        undecided_retries: 0,
+        starts_per_node: 0,
+        durations: Default::default(),
         keep_on_failure: false,
         replay: None,
         reports_dir: reports.to_path_buf(),

@@ -60,6 +60,9 @@ pub struct CaseEnv {
     pub node: Option<String>,
     /// Live: when the API server took no new request (see `health`).
     pub api_health: Option<Arc<super::health::ApiHealth>>,
+    /// Start slots of the node this case's pod lands on (see `RunOptions::starts_per_node`);
+    /// `None`: unbounded.
+    pub starts: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl CaseEnv {

@@ -107,6 +107,18 @@ pub(super) async fn observe_case(
             Some(obs.finish()),
         )));
     }
+    // A start slot of the node (see `RunOptions::starts_per_node`), held from the pod's
+    // creation until it runs a container; taken before the case's clock starts.
+    let start_slot = match env.starts.clone() {
+        Some(slots) => tokio::select! {
+            p = slots.acquire_owned() => p.ok(),
+            _ = cancel.wait_for(|v| *v) => {
+                tasks.abort_all();
+                return Ok(interrupted(started, t0, Some(obs.finish())));
+            }
+        },
+        None => None,
+    };
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
     // only be created once what it consumes exists.
@@ -156,6 +168,7 @@ pub(super) async fn observe_case(
         known: tokio::sync::watch::channel(streams::Known::default()).0,
         pod_down_since: None,
         pod_downtime: Duration::ZERO,
+        start_slot: start_slot.map(|p| (p, crate::util::after(crate::run::START_HOLD))),
     };
 
     let mut step_failure = None;
@@ -389,6 +402,8 @@ struct Loop<'a> {
     pod_down_since: Option<Instant>,
     /// How long the pod watch was down in total (closed gaps).
     pod_downtime: Duration,
+    /// The node's start slot this case holds, and when it gives it up at the latest.
+    start_slot: Option<(tokio::sync::OwnedSemaphorePermit, Instant)>,
 }
 
 /// Sends one of our requests and records it as an action: `sent` before its last try (a
@@ -467,6 +482,7 @@ impl Loop<'_> {
         let mut next_eval = began;
         let downtime_before = self.pod_downtime;
         loop {
+            self.release_start_slot();
             if Instant::now() >= next_eval {
                 if done(self.obs.timeline()) {
                     return Ok(true);
@@ -502,6 +518,7 @@ impl Loop<'_> {
             }
             let wake = until
                 .min(next_progress)
+                .min(self.start_slot.as_ref().map_or(until, |(_, by)| *by))
                 .min(if every.is_zero() { until } else { next_eval });
             tokio::select! {
                 msg = self.rx.recv() => match msg {
@@ -557,6 +574,24 @@ impl Loop<'_> {
                 *k = known;
                 changed
             });
+        }
+    }
+
+    /// Gives the start slot back once the pod's start is over: a container of it started (or
+    /// ended), the pod reached a terminal phase or was deleted, or the slot was held for
+    /// `START_HOLD` (a pod Pending by design).
+    fn release_start_slot(&mut self) {
+        let Some((_, by)) = &self.start_slot else {
+            return;
+        };
+        let tl = self.obs.timeline();
+        let started = tl
+            .instances
+            .iter()
+            .any(|i| i.started_at.is_some() || i.first_seen_running.is_some() || i.first_seen_terminated.is_some());
+        let ended = matches!(tl.final_phase(), Some("Succeeded" | "Failed")) || tl.deleted.is_some();
+        if started || ended || Instant::now() >= *by {
+            self.start_slot = None;
         }
     }
 
