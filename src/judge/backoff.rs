@@ -299,8 +299,12 @@ pub fn backoff_bounds(b: &BackoffExpect, i: usize) -> (Option<f64>, Option<f64>)
         };
         let nominal = d.cap.map_or(nominal, |c| nominal.min(c.as_secs_f64()));
         let early = d.early.map_or(0.0, |x| x.as_secs_f64());
-        let late = d.late.map_or(15.0, |x| x.as_secs_f64());
-        (Some(nominal - early), Some(nominal + late))
+        let late = d
+            .late
+            .map_or(if d.jitter.is_some() { 0.0 } else { 15.0 }, |x| x.as_secs_f64());
+        let jittered = nominal.min(d.jitter_cap.map_or(f64::INFINITY, |c| c.as_secs_f64()));
+        let jitter = d.jitter.unwrap_or(0.0) * jittered;
+        (Some(nominal - early), Some(nominal + jitter + late))
     } else if let Some(x) = b.intervals.get(i) {
         (x.min.map(|d| d.as_secs_f64()), x.max.map(|d| d.as_secs_f64()))
     } else {

@@ -424,13 +424,13 @@ fn wrong_expectations_still_fail_on_the_live_timelines() {
             "doubling: {base: 20s,",
             "o73wz585",
             "restart-policy__restart-always-crashloop",
-            "interval 2 (#1 finishedAt→#2 startedAt) = 14s not in 20s..40s",
+            "interval 2 (#1 finishedAt→#2 startedAt) = 14s not in 20s..33s",
         ),
         (
             "restart-policy.yaml",
             "restart-always-crashloop",
-            "cap: 5m, firstImmediate: true, late: 20s",
-            "cap: 20s, firstImmediate: true, late: 20s",
+            "cap: 5m, firstImmediate: true, jitter: 0.5, jitterCap: 1m, late: 3s",
+            "cap: 20s, firstImmediate: true, jitter: 0.5, jitterCap: 1m, late: 3s",
             "o73wz585",
             "restart-policy__restart-always-crashloop",
             "interval 4",
@@ -438,7 +438,7 @@ fn wrong_expectations_still_fail_on_the_live_timelines() {
         (
             "hooks.yaml",
             "poststart-fail",
-            "- {max: 6s}",
+            "- {max: 3s}",
             "- {min: 5s, max: 8s}",
             "se2q5ldb",
             "hooks__poststart-fail",
@@ -447,8 +447,8 @@ fn wrong_expectations_still_fail_on_the_live_timelines() {
         (
             "restart-policy.yaml",
             "restart-onfailure-then-success",
-            "min: 1s, max: 7s",
-            "min: 3s, max: 7s",
+            "min: 1s, max: 4s",
+            "min: 3s, max: 4s",
             "o73wz585",
             "restart-policy__restart-onfailure-then-success",
             "measured 2.082s",
@@ -574,6 +574,15 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "N38-7kxm6te9",
 ];
 
+/// Cases whose container starts, in these bundles, took longer than the start allowance
+/// because podlife then started every pod of a full run at once (282 pods on 2 cores, load
+/// 9–10; docs/live-runs.md). A bound is not widened for load podlife made: these stay failed,
+/// and one that passes again means a bound was widened.
+const SLOWED_BY_OUR_OWN_LOAD: &[(&str, &str)] = &[
+    ("N26-4qm3bspf", "restart-policy::restart-always-crashloop@vm2"),
+    ("O8-8p7joo55", "restart-policy::restart-always-crashloop@vm"),
+];
+
 #[test]
 fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
     let mut problems = vec![];
@@ -601,6 +610,13 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
                 // Another experiment than the case now describes: it must not pass.
                 if c["status"] == "passed" {
                     problems.push(format!("{folder} {name}: the old bundle passed the changed case"));
+                }
+                continue;
+            }
+            let on_node = format!("{name}@{}", c["node"].as_str().unwrap_or_default());
+            if SLOWED_BY_OUR_OWN_LOAD.contains(&(folder.as_str(), on_node.as_str())) {
+                if c["status"] != "failed" {
+                    problems.push(format!("{folder} {name}: {} under our own load", c["status"]));
                 }
                 continue;
             }

@@ -306,6 +306,16 @@ impl Refs<'_, '_> {
                         format!("factor must be at least 1, got {}", d.factor),
                     );
                 }
+                if let Some(d) = &b.doubling
+                    && let Some(j) = d.jitter
+                    && !(j.is_finite() && (0.0..=10.0).contains(&j))
+                {
+                    self.ctx.err(
+                        &b.container,
+                        format!("{path}.backoff.doubling.jitter"),
+                        format!("jitter must be a fraction between 0 and 10, got {j}"),
+                    );
+                }
             }
             Expectation::Statuses(list) => {
                 if list.is_empty() {

@@ -269,9 +269,19 @@ pub struct Doubling {
     /// Accepted extra wait below the nominal step (default 0s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early: Option<Dur>,
-    /// Accepted extra wait above the nominal step (kubelet sync: default 15s).
+    /// Accepted extra wait above the nominal step, besides `jitter` (default 15s without
+    /// `jitter`, 0s with it): the kubelet's work-queue poll and the container's start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub late: Option<Dur>,
+    /// The kubelet re-queues a pod in back-off after the remaining back-off times a random
+    /// factor in [1, 1 + jitter) (the pod worker's `workerBackOffPeriodJitterFactor`, 0.5):
+    /// a restart may come up to `jitter` × the step (capped by `jitterCap`) after it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<f64>,
+    /// The re-queue delay is capped at the pod worker's resync interval (kubelet: 1m), so the
+    /// jitter adds at most `jitter` × this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_cap: Option<Dur>,
 }
 
 pub(super) fn two() -> f64 {
