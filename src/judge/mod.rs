@@ -210,7 +210,7 @@ pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
 
 /// Why an event mark's absence is no evidence although the event stream had no gap: the
 /// kubelet's recorder may have dropped it (its spam-filter bucket for the event's type reached
-/// the burst, or similar events were aggregated). Live run N28: 16 MissingClusterDNS and 9
+/// the burst, or similar events were aggregated). For example 16 MissingClusterDNS and 9
 /// Unhealthy Warnings of one pod filled the bucket, and the BackOff a `waitFor` awaited never
 /// reached the API server. `None` for other marks, or when nothing was seen lost.
 fn event_lost(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {

@@ -4,7 +4,7 @@
 //!
 //! Why states can be missing: the kubelet's status manager batches status writes. A container
 //! that starts and exits between two writes never makes the API show phase `Running` (observed
-//! `Pending → Succeeded` in 3 of 6 short-lived pods with 16 concurrent cases, issue 11), and
+//! `Pending → Succeeded` in 3 of 6 short-lived pods with 16 concurrent cases), and
 //! init containers that finish before the first write never show `Initialized=False`. The pod
 //! did pass through the state; the API just never published it. So a skipped state is accepted
 //! only with independent evidence from the node that the state really happened: the containers'

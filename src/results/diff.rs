@@ -183,7 +183,7 @@ pub fn noise_of(n: Noise) -> (f64, &'static str) {
     match n {
         // Log-to-log gaps inside one container are timed by its own code, its hooks and the
         // runtime's grace timer: only CPU scheduling on a loaded 2-core node moves them (the 10
-        // normal live runs of issue 11 spread them by at most 0.21 s, the 0.2 s kill tick included).
+        // normal live runs spread them by at most 0.21 s, the 0.2 s kill tick included).
         Noise::Process => (0.25, "process scheduling"),
         // A kubelet reaction is noticed by the PLEG relist (every 1 s) and published by status
         // writes and watch deliveries; containers observe volume updates by 1 s polling loops.

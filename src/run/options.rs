@@ -134,7 +134,7 @@ impl RunOptions {
 pub const START_HOLD: Duration = Duration::from_secs(10);
 
 /// Cases in flight per targeted Ready node when `--test-threads` is not given. Measured on the
-/// 2-core reference node (issue 11): 16 concurrent cases ran the 86 built-in cases in 1.05× the
+/// 2-core reference node: 16 concurrent cases ran the 86 built-in cases in 1.05× the
 /// slowest case with no load-induced failure, 4 took 2.84×. Beyond "the others fit beside the
 /// slowest case" more concurrency buys no wall time, only load on the node.
 pub const CASES_PER_NODE: usize = 16;

@@ -58,10 +58,10 @@ impl Observer {
     /// A line delivered again by another instance's stream. A fetch for instance n returns n's
     /// lines or a later instance's (a resumed fetch reads the container's current log, a late
     /// `previous` the last terminated one), never an earlier one's: when two streams deliver the
-    /// same line, the later instance is the line's (A3 of 2026-12-01-b: instance 1's "run 2"
+    /// same line, the later instance is the line's (instance 1's "run 2"
     /// came first through instance 0's resumed follow, then through instance 1's own), and the
     /// earlier instance's stream read another's log. Either stream may deliver first (live run
-    /// O9: instance 0's fetch was sent first and answered last).
+    /// instance 0's fetch was sent first and answered last).
     pub(super) fn relocate(&mut self, container: &str, hint: Option<u32>, time: Timestamp, text: &str) {
         let Some(h) = hint else { return };
         let Some(pos) = self
@@ -102,7 +102,7 @@ impl Observer {
     /// Lines given to an instance before its end was known (the pod watch trails the logs under
     /// load) that came after that end (`finishedAt` + 1 s) go to the later instance whose run
     /// holds them, as `attribute` places them when the status comes first; an instance left
-    /// without lines had its log never read (live run N23: the watch showed instance 0 running
+    /// without lines had its log never read (the watch showed instance 0 running
     /// only after instance 1 had run and ended, so #0's follow read #1's log and kept its lines).
     pub(super) fn reattribute_logs(&mut self) {
         let second = jiff::SignedDuration::from_secs(1);
@@ -166,7 +166,7 @@ impl Observer {
 
     /// Instance `from`'s stream delivered a later instance's (`h`) lines: unless it also
     /// delivered lines of its own, its log was never read (its fetch came when another
-    /// container was current), a gap in the evidence (A5 of 2026-12-01-b:
+    /// container was current), a gap in the evidence (live runs:
     /// emptydir-survives-restart's first run), and it is fetched once more with `previous`.
     fn never_read(&mut self, container: &str, from: u32, h: u32) {
         let source = EvidenceSource::Logs {
@@ -193,7 +193,7 @@ impl Observer {
             // The kubelet serves two logs of a container: the current one and, with `previous`,
             // the one before it. With a later instance current now, `previous` is #from's while
             // #from is the one before it (live: an immediate restart printed before the pod
-            // watch showed the exit, N12/N13); if it is not, the fetch reads another's lines,
+            // watch showed the exit); if it is not, the fetch reads another's lines,
             // which go to their own instance, and the gap stays.
             if self.refetched.insert((container.to_string(), from)) {
                 let container_id = self
@@ -218,7 +218,7 @@ impl Observer {
     /// its `finishedAt`, known): a fetch again with `previous` read the log the first fetch
     /// missed, so its "never read" gap is withdrawn. A fetch for an instance never returns an
     /// earlier one's lines, only a later one's, which come after that end; no lower bound, as
-    /// a process may print before the runtime records its start (A3: "run 2" :23.996,
+    /// a process may print before the runtime records its start ("run 2" :23.996,
     /// startedAt :24).
     fn read_after_all(&mut self, container: &str, instance: u32, time: Timestamp) {
         let second = jiff::SignedDuration::from_secs(1);
@@ -310,7 +310,7 @@ impl Observer {
 
     /// Picks the instance a log line belongs to: the instance whose stream it came from
     /// (`hint`). A process prints before the runtime records its `startedAt` (whole seconds), so
-    /// a line before the hint's `startedAt` is still the hint's (A3 of 2026-12-01-b: instance
+    /// a line before the hint's `startedAt` is still the hint's (instance
     /// 1's "run 2" at :23.996, its startedAt :24, instance 0's finishedAt :23). Only a line
     /// after the hint's end (at or past `finishedAt` + 1 s) cannot be the hint's: a resumed
     /// fetch of the container's current log after a restart returns the next instance's lines,

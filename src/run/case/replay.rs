@@ -103,7 +103,7 @@ fn lost_mark(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, v:
     }
 }
 
-/// The recorded run failed at a wait the case no longer has (live run N28 waited for a BackOff
+/// The recorded run failed at a wait the case no longer has (a live run waited for a BackOff
 /// event; the case now waits for the CrashLoopBackOff status): that failure is not about the
 /// case as it is. The recording is held to today's steps instead; one it does not reach was cut
 /// short by the old step, so that is undecided, never failed.
