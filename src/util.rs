@@ -225,3 +225,10 @@ mod ts_tests {
         assert_eq!(super::ts_add(t, s).to_string(), "2026-12-01T00:00:01Z");
     }
 }
+
+/// Clock time for evidence: `21:07:26.881`.
+pub fn hms(t: jiff::Timestamp) -> String {
+    let z = t.to_zoned(jiff::tz::TimeZone::UTC);
+    let ms = z.subsec_nanosecond() / 1_000_000;
+    format!("{:02}:{:02}:{:02}.{:03}", z.hour(), z.minute(), z.second(), ms)
+}

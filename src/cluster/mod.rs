@@ -337,6 +337,13 @@ impl CaseApi {
         }
     }
 
+    /// Reads the pod once (no retry: a closing read that fails only leaves the gaps as they are).
+    pub async fn read_pod(&self, name: &str) -> Result<Pod, ClusterError> {
+        let what = format!("read pod {}/{name}", self.namespace);
+        let pods = self.pods();
+        self.call(&what, None, true, pods.get(name)).await
+    }
+
     /// Deletes the namespace this run created (the DELETE carries its UID as a precondition, so
     /// a namespace of the same name that is not ours is never touched) and waits until it is
     /// gone. While the API is unavailable the DELETE is retried for up to `outage_budget` (or

@@ -168,11 +168,15 @@ pub(super) fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         && let Some(o) = tl
             .gaps
             .iter()
-            .find(|x| x.source == EvidenceSource::Api && x.overlaps(first, last))
+            .find(|x| x.source.disturbs_timing() && x.overlaps(first, last))
     {
         j.outcome = Outcome::Undecided;
         j.evidence = format!("{}; undecided: {}", j.evidence, o.describe());
-        j.facts.push(Fact::ApiDown);
+        j.facts.push(if o.source == EvidenceSource::Kubelet {
+            Fact::KubeletRestarted
+        } else {
+            Fact::ApiDown
+        });
     }
     j
 }

@@ -36,13 +36,17 @@ pub(super) fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
         && let Some(o) = tl
             .gaps
             .iter()
-            .find(|x| x.source == EvidenceSource::Api && x.overlaps(Some(span.0), Some(span.1)))
+            .find(|x| x.source.disturbs_timing() && x.overlaps(Some(span.0), Some(span.1)))
     {
         let mut u = undecided(format!("{}; undecided: {}", j.evidence, o.describe()));
         u.measured = std::mem::take(&mut j.measured);
         u.measures = std::mem::take(&mut j.measures);
         u.marks = std::mem::take(&mut j.marks);
-        return u.with(Fact::ApiDown);
+        return u.with(if o.source == EvidenceSource::Kubelet {
+            Fact::KubeletRestarted
+        } else {
+            Fact::ApiDown
+        });
     }
     j
 }

@@ -1,6 +1,7 @@
 //! Resolving marks (`Hit`): a `MarkSpec` × `Timeline` → the instant it happened, with its clock
 //! and precision, and a description for the evidence.
 
+mod disproof;
 mod hit;
 mod matchers;
 
@@ -17,12 +18,7 @@ use matchers::{event_hit, event_items, log_hit, log_matches};
 /// tick on a loaded node, few enough to describe the loop as it was when it stopped.
 const TICK_INTERVALS: usize = 10;
 
-/// Clock time for evidence: `21:07:26.881`.
-pub fn hms(t: Timestamp) -> String {
-    let z = t.to_zoned(jiff::tz::TimeZone::UTC);
-    let ms = z.subsec_nanosecond() / 1_000_000;
-    format!("{:02}:{:02}:{:02}.{:03}", z.hour(), z.minute(), z.second(), ms)
-}
+pub use crate::util::hms;
 
 const SECOND: SignedDuration = SignedDuration::from_secs(1);
 const ZERO: SignedDuration = SignedDuration::ZERO;
@@ -56,8 +52,11 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
 /// its source makes its instant uncertain.
 pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     let mut hit = resolve_raw(spec, tl)?;
-    if !tl.gaps.is_empty() {
-        hit.uncertain = uncertainty(spec, &hit, tl);
+    if !tl.gaps.is_empty()
+        && let Some(u) = uncertainty(spec, &hit, tl)
+    {
+        hit.uncertain = Some(u.gap);
+        hit.uncertain_span = Some(u.span);
     }
     Ok(hit)
 }
@@ -81,30 +80,65 @@ pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timesta
             tl.log_gaps(container.as_str(), sel).filter(early).collect()
         }
         MarkSpec::Action(_) => vec![],
-        _ => tl.pod_gaps().filter(early).collect(),
+        // A gap a later snapshot's monotonic fields rule out hides nothing (see `disproof`).
+        _ => tl
+            .pod_gaps()
+            .filter(early)
+            .filter(|g| !disproof::disproved_after(spec, tl, g))
+            .collect(),
     }
 }
 
-fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<String> {
-    let describe = |gs: Vec<&Gap>| gs.first().map(|g| g.describe());
+fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<Uncertain> {
+    // A hidden earlier occurrence lies between the first hiding gap's start and the sighting.
+    let earlier = |gs: Vec<&Gap>| {
+        gs.first().map(|g| Uncertain {
+            gap: g.describe(),
+            span: (gs.iter().map(|g| g.from).min().flatten(), Some(hit.at)),
+        })
+    };
     match spec {
-        MarkSpec::Event(EventMark { occurrence, .. }) | MarkSpec::Log(LogMark { occurrence, .. }) => {
-            let before = (*occurrence != Occurrence::Last).then_some(hit.at);
-            describe(hiding_gaps(spec, tl, before))
-        }
-        MarkSpec::FirstLogLine(_) => describe(hiding_gaps(spec, tl, Some(hit.at))),
+        MarkSpec::Event(EventMark { occurrence, .. }) | MarkSpec::Log(LogMark { occurrence, .. }) => match occurrence {
+            Occurrence::Last => later(hiding_gaps(spec, tl, None), hit),
+            _ => earlier(hiding_gaps(spec, tl, Some(hit.at))),
+        },
+        MarkSpec::FirstLogLine(_) => earlier(hiding_gaps(spec, tl, Some(hit.at))),
         // A lost stream could hide later lines, i.e. a later last tick.
-        MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => describe(hiding_gaps(spec, tl, None)),
+        MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => later(hiding_gaps(spec, tl, None), hit),
         // Status times are the kubelet's own record: late delivery does not move them.
         MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
         // Receive times: the first sighting may come right after a gap that hid the change.
         _ => {
             let prev = tl.snapshots.iter().map(|s| s.received).filter(|r| *r < hit.at).max();
-            tl.pod_gaps()
-                .find(|g| g.overlaps(prev, Some(hit.at)) || (g.to.is_none() && g.starts_before(hit.at)))
-                .map(|g| g.describe())
+            let g = tl
+                .pod_gaps()
+                .find(|g| g.overlaps(prev, Some(hit.at)) || (g.to.is_none() && g.starts_before(hit.at)))?;
+            Some(Uncertain {
+                gap: g.describe(),
+                span: (g.from.max(prev), Some(hit.at)),
+            })
         }
     }
+}
+
+/// Why a hit's instant is uncertain, and where it may lie instead.
+struct Uncertain {
+    gap: String,
+    span: (Option<Timestamp>, Option<Timestamp>),
+}
+
+/// A later occurrence may hide in any of the gaps, up to the last one's end.
+fn later(gs: Vec<&Gap>, hit: &Hit) -> Option<Uncertain> {
+    let first = gs.first()?;
+    let end = if gs.iter().any(|g| g.to.is_none()) {
+        None
+    } else {
+        gs.iter().filter_map(|g| g.to).max()
+    };
+    Some(Uncertain {
+        gap: first.describe(),
+        span: (Some(hit.at), end),
+    })
 }
 
 /// The first instance `r` selects: the one whose status times `containerStarted` and

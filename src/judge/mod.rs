@@ -199,7 +199,43 @@ fn hidden_by(case: &Case, r: &MarkRef, tl: &Timeline, before: Option<Timestamp>)
         return None;
     }
     let spec = lookup(case, r).ok()?;
-    marks::hiding_gaps(&spec, tl, before).first().map(|g| g.describe())
+    let gaps = marks::hiding_gaps(&spec, tl, before);
+    // Whether an event happened at all (not when) survives a closed gap of the Event watch.
+    if before.is_none() && matches!(spec, MarkSpec::Event(_)) {
+        return gaps
+            .into_iter()
+            .find(|g| !event_gap_caught_up(g, tl))
+            .map(|g| g.describe());
+    }
+    gaps.first().map(|g| g.describe())
+}
+
+/// How long the kubelet's event recorder keeps retrying an event it could not post: 12 tries
+/// (`maxTriesPerEvent`) 10 s apart (`defaultSleepDuration`, the first sleep random within it),
+/// so at least 100 s before it drops one.
+const RECORDER_PATIENCE: SignedDuration = SignedDuration::from_secs(100);
+/// After the API server takes writes again, a retried event is posted within one retry sleep.
+const RECORDER_RETRY: SignedDuration = SignedDuration::from_secs(10);
+
+/// A closed gap of the Event watch hides no event's existence: Events are objects the API
+/// server keeps (an hour by default), and the watch that reconnected re-listed or resumed them,
+/// so one created or counted up inside the gap was delivered afterwards. An event the kubelet
+/// could not post during the gap (an API outage) is still posted if the gap was shorter than
+/// the recorder's patience and the observation went on for one more retry after it.
+fn event_gap_caught_up(g: &crate::observe::Gap, tl: &Timeline) -> bool {
+    let (Some(from), Some(to)) = (g.from, g.to) else {
+        return false;
+    };
+    let observed_until = tl
+        .snapshots
+        .iter()
+        .map(|s| s.received)
+        .chain(tl.events.iter().map(|e| e.received))
+        .chain(tl.actions.iter().map(|a| a.done.unwrap_or(a.sent)))
+        .chain(tl.unchanged.iter().copied())
+        .max();
+    to.duration_since(from) < RECORDER_PATIENCE
+        && observed_until.is_some_and(|u| u >= crate::util::ts_add(to, RECORDER_RETRY))
 }
 
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never

@@ -25,17 +25,46 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             }
         }
     }
-    // A mark whose instant a gap makes uncertain could be anywhere in that gap.
-    if let Some((l, h)) = hits.iter().find(|(_, h)| h.uncertain.is_some()) {
-        let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
-        return undecided(format!(
-            "order: {}; undecided: {l} may lie elsewhere: {}",
-            chain.join(", "),
-            h.uncertain.as_deref().unwrap_or_default()
-        ));
-    }
+    // A mark whose instant a gap makes uncertain could be anywhere in the span the gap leaves
+    // it: only an order that holds across that whole span is proven.
     let mut notes = vec![];
-    for w in hits.windows(2) {
+    let uncertain_pairs: Vec<usize> = (1..hits.len())
+        .filter(|&k| hits[k - 1].1.uncertain.is_some() || hits[k].1.uncertain.is_some())
+        .collect();
+    for k in &uncertain_pairs {
+        let (la, a) = &hits[k - 1];
+        let (lb, b) = &hits[*k];
+        if intrinsic_order(case, &list[k - 1], &list[*k]) {
+            notes.push(format!("{la} before {lb} by definition (restartCount only grows)"));
+            continue;
+        }
+        let (_, a_hi) = possible(a);
+        let (b_lo, _) = possible(b);
+        match (a_hi, b_lo) {
+            (Some(a_hi), Some(b_lo)) if a_hi <= b_lo => {
+                let gap = a.uncertain.as_deref().or(b.uncertain.as_deref()).unwrap_or_default();
+                notes.push(format!("{la} before {lb} wherever the gap puts them ({gap})"));
+            }
+            _ => {
+                let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
+                let (l, h) = if a.uncertain.is_some() { (la, a) } else { (lb, b) };
+                return undecided(format!(
+                    "order: {}; undecided: {l} may lie elsewhere: {}",
+                    chain.join(", "),
+                    h.uncertain.as_deref().unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for (k, w) in hits.windows(2).enumerate() {
+        if uncertain_pairs.contains(&(k + 1)) {
+            continue;
+        }
+        // Both counts may arrive in one version (the kubelet writes only its latest status,
+        // e.g. after an outage): the same instant, yet in order by definition.
+        if intrinsic_order(case, &list[k], &list[k + 1]) {
+            continue;
+        }
         let ((la, a), (lb, b)) = (&w[0], &w[1]);
         // Two streams (or two clocks): only what their uncertainty intervals separate is an
         // order; a measured inversion inside the overlap is two writers racing, or two
@@ -102,4 +131,25 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
         })
         .collect();
     j
+}
+
+/// Where a hit's true instant may lie: its own span, widened by the span a gap leaves it
+/// (`None`: unbounded on that side).
+fn possible(h: &Hit) -> (Option<Timestamp>, Option<Timestamp>) {
+    let (lo, hi) = h.span();
+    match h.uncertain_span {
+        Some((ulo, uhi)) => (ulo.map(|u| u.min(lo)), uhi.map(|u| u.max(hi))),
+        None => (Some(lo), Some(hi)),
+    }
+}
+
+/// Two marks whose order is part of their meaning: a container's restartCount reaching N
+/// before it reaches a higher M (the count only grows, one restart at a time).
+fn intrinsic_order(case: &Case, a: &MarkRef, b: &MarkRef) -> bool {
+    match (lookup(case, a), lookup(case, b)) {
+        (Ok(MarkSpec::Restarts(x)), Ok(MarkSpec::Restarts(y))) => {
+            x.container.as_str() == y.container.as_str() && x.count < y.count
+        }
+        _ => false,
+    }
 }

@@ -79,6 +79,8 @@ pub enum Fact {
     KillDisagreesWithFinishedAt,
     /// The API server was down across what was measured (see `EvidenceSource::Api`).
     ApiDown,
+    /// The pod's kubelet restarted across what was measured (see `EvidenceSource::Kubelet`).
+    KubeletRestarted,
     /// The pod was created with `spec.nodeName`: what only the scheduler writes (the
     /// `Scheduled` event, PodScheduled before the kubelet's first status) cannot be judged.
     BoundWithoutScheduler,

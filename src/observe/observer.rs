@@ -124,6 +124,12 @@ pub struct Observer {
     /// Pod name to observe; events about other objects are ignored.
     pod_name: Option<String>,
     last_rv: Option<u64>,
+    /// When the version `last_rv` first arrived.
+    last_rv_received: Option<Timestamp>,
+    /// Spans in which the pod provably was not written: `(from, to)` where the version seen
+    /// at `from` was redelivered, still the latest, at `to` (a resourceVersion changes with
+    /// every write).
+    unwritten: Vec<(Timestamp, Timestamp)>,
     seen_rvs: BTreeSet<String>,
     /// containerID → (container, instance).
     ids: HashMap<String, (String, u32)>,
@@ -171,9 +177,52 @@ impl Observer {
 
     /// Marks the observation as ended and returns the timeline.
     pub fn finish(mut self) -> Timeline {
+        self.drop_unwritten_pod_gaps();
         self.lost_instance_logs();
         self.tl.complete = true;
         self.tl
+    }
+
+    /// A pod-watch gap inside a span in which the pod provably was not written hid nothing: it
+    /// becomes a note.
+    fn drop_unwritten_pod_gaps(&mut self) {
+        // An API outage is different: the kubelet could not write, so a version redelivered
+        // unchanged says only that nothing was written, which the outage explains. Neither its
+        // gaps nor a redelivery inside it prove anything.
+        let outages: Vec<(Option<Timestamp>, Option<Timestamp>)> = self
+            .tl
+            .gaps
+            .iter()
+            .filter(|g| g.source.disturbs_timing())
+            .map(|g| (g.from, g.to))
+            .collect();
+        let in_outage = |t: Timestamp| {
+            outages
+                .iter()
+                .any(|(f, e)| f.is_none_or(|f| f <= t) && e.is_none_or(|e| t <= e))
+        };
+        let spans: Vec<(Timestamp, Timestamp)> = std::mem::take(&mut self.unwritten)
+            .into_iter()
+            .filter(|(_, confirmed)| !in_outage(*confirmed))
+            .collect();
+        let mut notes = vec![];
+        self.tl.gaps.retain(|g| {
+            let (EvidenceSource::PodWatch, Some(from), Some(to)) = (&g.source, g.from, g.to) else {
+                return true;
+            };
+            if outages.iter().any(|(f, _)| *f == Some(from)) {
+                return true;
+            }
+            let quiet = spans.iter().any(|(a, b)| *a <= from && *b >= to);
+            if quiet {
+                notes.push(format!(
+                    "{}; it hid nothing: the pod's resourceVersion was the same before and after",
+                    g.describe()
+                ));
+            }
+            !quiet
+        });
+        self.tl.notes.extend(notes);
     }
 
     /// An instance first seen only after a later one had started (it lived while the pod watch

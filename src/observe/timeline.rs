@@ -27,6 +27,11 @@ pub struct Timeline {
     /// Receive time of the pod's DELETED watch event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Timestamp>,
+    /// Receive times of pod versions that changed nothing (a version redelivered when a watch
+    /// re-lists, or one that only touched fields a snapshot does not hold): at each, the pod
+    /// was still as the snapshot before it. After a gap that is evidence of what the gap held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<Timestamp>,
     /// Container instances reconstructed from containerIDs, restartCount and lastState.
     pub instances: Vec<Instance>,
     /// Event occurrences (a deduplicated Event whose `count` grew is several occurrences).
@@ -80,6 +85,10 @@ pub enum EvidenceSource {
     /// write and did not hear of our requests in time. What happened to the pod then, and any
     /// timing from our action to the node's reaction across it, is not the node's alone.
     Api,
+    /// The pod's kubelet restarted (its node's `Starting` event): the kubelet keeps the
+    /// containers' back-off, probe results and pending work in memory, so those start over, and
+    /// it did nothing while it was down. A timing across it is not the node's steady behaviour.
+    Kubelet,
     /// Container logs: of one container (`None`: every container) and one instance (`None`: every instance).
     Logs {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +99,12 @@ pub enum EvidenceSource {
 }
 
 impl EvidenceSource {
+    /// A gap of this source makes any timing across it say nothing about the node's steady
+    /// behaviour (the API server down, or the kubelet restarted).
+    pub fn disturbs_timing(&self) -> bool {
+        matches!(self, EvidenceSource::Api | EvidenceSource::Kubelet)
+    }
+
     /// True when a log gap of `self` covers the logs of `container` instance `instance`
     /// (`None`: some instance of it).
     pub fn covers_logs(&self, container: &str, instance: Option<u32>) -> bool {
@@ -113,6 +128,7 @@ impl EvidenceSource {
             EvidenceSource::PodWatch => "pod watch".into(),
             EvidenceSource::Events => "events watch".into(),
             EvidenceSource::Api => "API server".into(),
+            EvidenceSource::Kubelet => "kubelet".into(),
             EvidenceSource::Logs { container, instance } => match (container, instance) {
                 (Some(c), Some(i)) => format!("log of {c}#{i}"),
                 (Some(c), None) => format!("logs of {c}"),

@@ -47,9 +47,23 @@ pub struct Outage {
     pub reason: String,
 }
 
+/// A kubelet (re)start seen during the run: its node's `Starting` event ("Starting kubelet."),
+/// which every kubelet process posts once when it starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeletStart {
+    pub node: String,
+    /// The event's first time (the kubelet's clock, whole seconds).
+    pub at: Timestamp,
+}
+
+/// How often the Node `Starting` events are listed: a restart is noticed within this, far
+/// sooner than any case that could be judged across it ends.
+const KUBELET_STARTS_EVERY: u32 = 5;
+
 #[derive(Default)]
 pub struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
+    kubelet_starts: Mutex<Vec<KubeletStart>>,
 }
 
 impl ApiHealth {
@@ -59,7 +73,13 @@ impl ApiHealth {
         let mut last_ok = (Timestamp::now(), tokio::time::Instant::now());
         let mut recovered: Option<tokio::time::Instant> = None;
         let mut healthy_since: Option<tokio::time::Instant> = None;
+        let run_started = Timestamp::now();
+        let mut round: u32 = 0;
         loop {
+            round = round.wrapping_add(1);
+            if round % KUBELET_STARTS_EVERY == 1 {
+                self.list_kubelet_starts(&client, &nodes, run_started).await;
+            }
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
             let mut failure = match answered {
                 Ok(Ok(_)) => None,
@@ -118,6 +138,45 @@ impl ApiHealth {
             }
             tokio::time::sleep(PERIOD).await;
         }
+    }
+
+    /// Records the `Starting` events of the run's kubelets posted since the run started (a
+    /// failed list is tried again next round: a restart's event stays for the event TTL).
+    async fn list_kubelet_starts(&self, client: &kube::Client, nodes: &[String], since: Timestamp) {
+        let api = kube::Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
+        let lp = kube::api::ListParams::default().fields("involvedObject.kind=Node,reason=Starting");
+        let Ok(Ok(list)) = tokio::time::timeout(PROBE_TIMEOUT, api.list(&lp)).await else {
+            return;
+        };
+        let mut starts = self.kubelet_starts.lock().unwrap_or_else(|p| p.into_inner());
+        for e in list.items {
+            let node = e.involved_object.name.clone().unwrap_or_default();
+            let from_kubelet = e.source.as_ref().and_then(|s| s.component.as_deref()) == Some("kubelet")
+                || e.reporting_component.as_deref() == Some("kubelet");
+            let at = e
+                .first_timestamp
+                .as_ref()
+                .map(|t| t.0)
+                .or_else(|| e.event_time.as_ref().map(|t| t.0))
+                .or_else(|| e.metadata.creation_timestamp.as_ref().map(|t| t.0));
+            let Some(at) = at else { continue };
+            // The event's time is whole seconds: one second of slack before the run's start.
+            let recent = at >= crate::util::ts_add(since, -jiff::SignedDuration::from_secs(1));
+            let ours = nodes.is_empty() || nodes.contains(&node);
+            let start = KubeletStart { node, at };
+            if from_kubelet && recent && ours && !starts.contains(&start) {
+                starts.push(start);
+            }
+        }
+    }
+
+    /// The kubelet starts on `node` between `from` and `to`.
+    pub fn kubelet_starts_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Vec<KubeletStart> {
+        let s = self.kubelet_starts.lock().unwrap_or_else(|p| p.into_inner());
+        s.iter()
+            .filter(|k| k.node == node && k.at >= from && k.at <= to)
+            .cloned()
+            .collect()
     }
 
     /// Since when the API has been down, if it is.

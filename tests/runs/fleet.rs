@@ -130,6 +130,16 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .iter()
         .partition(|r| r.contains("/log?") && r.contains("follow=true&sinceTime="));
     let (probes, fixed): (Vec<&String>, Vec<&String>) = fixed.into_iter().partition(|r| r.as_str() == "GET /version");
+    // The run-wide watch for kubelet restarts (the nodes' `Starting` events, listed every 5 s)
+    // is paced by time as well.
+    let (starts, fixed): (Vec<&String>, Vec<&String>) = fixed
+        .into_iter()
+        .partition(|r| r.starts_with("GET /api/v1/namespaces/default/events"));
+    assert!(
+        starts.len() <= elapsed.as_secs() as usize / 5 + 2,
+        "{} kubelet-start lists in {elapsed:?}",
+        starts.len()
+    );
     assert!(fixed.len() <= 17 + 13 * 6, "{} requests: {fixed:#?}", fixed.len());
     assert!(
         probes.len() <= 1 + elapsed.as_secs() as usize + 1,

@@ -425,6 +425,6 @@ fn two_nodes_that_differ_are_one_table_not_two_odd_nodes() {
     assert!(!fleet.contains("odd node out"));
     // One row per difference, a column per node.
     assert!(fleet.contains("<tr><th>case</th><th>what</th><th>vm</th><th>vm2</th><th>why</th></tr>"));
-    assert!(fleet.contains("<td class=\"case\">restart-policy::restart-never-fail</td><td>status</td><td class=\"v\">undecided</td><td class=\"v\">passed</td>"), "{fleet}");
+    assert!(fleet.contains("<td class=\"case\">status::status-init-progress</td><td>status</td><td class=\"v\">undecided</td><td class=\"v\">passed</td>"), "{fleet}");
     assert!(fleet.contains("<td class=\"case\">status::status-qos-besteffort</td><td>status</td><td class=\"v\">passed</td><td class=\"v\">undecided</td>"), "{fleet}");
 }

@@ -129,7 +129,7 @@ fn every_live_timeline_passes_with_the_current_suites() {
 }
 
 /// The built-in case `full` (`suite::case`).
-fn builtin(full: &str) -> podlife::suite::LoadedCase {
+pub(crate) fn builtin(full: &str) -> podlife::suite::LoadedCase {
     let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
     suites
         .into_iter()
@@ -512,7 +512,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 23, "bundle fixtures changed");
+    assert_eq!(out.len(), 26, "bundle fixtures changed");
     out
 }
 
@@ -572,6 +572,9 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "N32-y69xzsu8",
     "N33-ynt8i2tr",
     "N38-7kxm6te9",
+    "O1-h7smjxjb",
+    "S1-9olqmt3j",
+    "K1-sj57omz6",
 ];
 
 /// Cases whose container starts, in these bundles, took longer than the start allowance
@@ -582,6 +585,12 @@ const SLOWED_BY_OUR_OWN_LOAD: &[(&str, &str)] = &[
     ("N26-4qm3bspf", "restart-policy::restart-always-crashloop@vm2"),
     ("O8-8p7joo55", "restart-policy::restart-always-crashloop@vm"),
 ];
+
+/// Cases across a kubelet restart recorded before podlife watched for kubelet restarts: the
+/// recording alone shows a kubelet that forgot its back-off, which fails (see
+/// `gaps_decided::a_back_off_reset_by_a_kubelet_restart_is_undecided_naming_the_restart` for the
+/// same recording with the restart known).
+const KUBELET_RESTART_UNRECORDED: &[(&str, &str)] = &[("K1-sj57omz6", "restart-policy::restart-always-crashloop@vm2")];
 
 #[test]
 fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
@@ -598,7 +607,9 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
             || folder.starts_with('L')
             || folder.starts_with('M')
             || folder.starts_with('N')
-            || folder.starts_with('O'))
+            || folder.starts_with('O')
+            || folder.starts_with('K')
+            || folder.starts_with('S'))
             || folder.starts_with("A5")
         {
             continue;
@@ -614,6 +625,15 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
                 continue;
             }
             let on_node = format!("{name}@{}", c["node"].as_str().unwrap_or_default());
+            if KUBELET_RESTART_UNRECORDED.contains(&(folder.as_str(), on_node.as_str())) {
+                if c["status"] != "failed" {
+                    problems.push(format!(
+                        "{folder} {name}: {} with its back-off reset unexplained",
+                        c["status"]
+                    ));
+                }
+                continue;
+            }
             if SLOWED_BY_OUR_OWN_LOAD.contains(&(folder.as_str(), on_node.as_str())) {
                 if c["status"] != "failed" {
                     problems.push(format!("{folder} {name}: {} under our own load", c["status"]));
@@ -764,7 +784,7 @@ fn a_liveness_kill_one_period_late_fails_the_widened_unhealthy_to_killing_bound(
 
 /// One case's recording (`attempt-1/`) out of a live bundle fixture, extracted into a
 /// temporary folder: returns the folder (kept alive by the TempDir) and the recording's path.
-fn bundle_recording(folder: &str, case_dir: &str) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn bundle_recording(folder: &str, case_dir: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let bundle = bundles()
         .into_iter()

@@ -14,6 +14,7 @@ mod clean;
 mod diff_and_repeat;
 mod diff_live_runs;
 mod fleet;
+mod gaps_decided;
 mod html_report;
 mod live_runs;
 mod live_runs_b;

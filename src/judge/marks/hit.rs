@@ -53,6 +53,10 @@ pub struct Hit {
     /// later last, or this one received late): the gap, described. Verdicts that measure with
     /// such a mark are undecided.
     pub uncertain: Option<String>,
+    /// With `uncertain`: where the true instant may lie instead, `(earliest, latest)` (`None`:
+    /// unbounded on that side). A first occurrence first seen after a gap lies between the gap's
+    /// start and its sighting; a last one may be followed by a later one up to the gap's end.
+    pub uncertain_span: Option<(Option<Timestamp>, Option<Timestamp>)>,
     /// The stream the instant was read from.
     pub stream: Stream,
     /// Compared with another stream, the true instant may lie up to this much before `at`
@@ -82,6 +86,7 @@ impl Hit {
             what,
             cause: None,
             uncertain: None,
+            uncertain_span: None,
             stream: Stream::Status,
             early: ZERO,
             late: ZERO,

@@ -22,6 +22,7 @@ impl Observer {
             };
             if !self.seen_rvs.insert(key) {
                 self.tl.stats.pod_duplicates += 1;
+                self.confirm_unchanged(received, rv);
                 return;
             }
             // resourceVersions are opaque, but etcd-backed servers use increasing integers;
@@ -30,6 +31,9 @@ impl Observer {
                 if self.last_rv.is_some_and(|last| n < last) && kind != WatchKind::Deleted {
                     self.tl.stats.pod_out_of_order += 1;
                     return;
+                }
+                if self.last_rv.is_none_or(|l| n > l) {
+                    self.last_rv_received = Some(received);
                 }
                 self.last_rv = Some(self.last_rv.map_or(n, |l| l.max(n)));
             }
@@ -48,8 +52,38 @@ impl Observer {
         let changed = self.tl.snapshots.last().is_none_or(|prev| !prev.same_state(&snap));
         if changed || kind == WatchKind::Deleted {
             self.tl.snapshots.push(snap);
+        } else {
+            self.note_unchanged(received);
         }
         self.reattribute_logs();
+    }
+
+    /// A redelivered version (same resourceVersion) confirms the state only if it is the latest
+    /// seen: an older one re-sent after a watch restart says nothing about now.
+    fn confirm_unchanged(&mut self, received: Timestamp, rv: &str) {
+        let latest = match rv.parse::<u64>() {
+            Ok(n) => self.last_rv == Some(n),
+            Err(_) => self.tl.snapshots.last().and_then(|s| s.resource_version.as_deref()) == Some(rv),
+        };
+        if latest {
+            self.note_unchanged(received);
+            if let Some(since) = self.last_rv_received
+                && self.unwritten.len() < 256
+            {
+                self.unwritten.push((since, received));
+            }
+        }
+    }
+
+    /// Bounded: one entry per re-list or no-op version; a flood of them keeps the last ones.
+    fn note_unchanged(&mut self, received: Timestamp) {
+        const MAX_UNCHANGED: usize = 256;
+        if self.tl.unchanged.len() >= MAX_UNCHANGED {
+            self.tl.unchanged.remove(0);
+        }
+        if self.tl.unchanged.last().is_none_or(|l| *l <= received) {
+            self.tl.unchanged.push(received);
+        }
     }
 
     /// The first version of the pod seen should be the one created: no status beyond the API

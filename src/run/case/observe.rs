@@ -325,11 +325,37 @@ pub(super) async fn observe_case(
         let tail = crate::util::after(env.settle).min(deadline.max(Instant::now()));
         let _ = loop_.run_until(tail, &mut cancel, "settle", |_| false).await;
     }
+    closing_read(api, &mut loop_.obs, env, &pod_name).await;
     loop_.tasks.abort_all();
     drop(tx);
     api_outage_gaps(&mut loop_.obs, env);
+    kubelet_restart_gaps(&mut loop_.obs, env);
     let tl = loop_.obs.finish();
     Ok(conclude(case, tl, step_failure, started, t0))
+}
+
+/// After a gap in the pod watch or an API outage, one read of the pod at the end: the version it
+/// returns is the state after every gap. The same resourceVersion as the last one watched means
+/// nothing was written since (the gaps hid nothing); a newer one is a snapshot of its own. Both
+/// let the judge rule out what monotonic fields forbid (see `judge::marks::disproof`). Skipped
+/// when nothing was lost or the pod is gone, so a normal case makes no extra request.
+async fn closing_read(api: &CaseApi, obs: &mut Observer, env: &CaseEnv, pod_name: &str) {
+    let tl = obs.timeline();
+    let created = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
+    let outage = match (&env.api_health, created) {
+        (Some(h), Some(c)) => !h.outages_between(c, Timestamp::now()).is_empty(),
+        _ => false,
+    };
+    if tl.deleted.is_some() || (tl.pod_gaps().next().is_none() && !outage) {
+        return;
+    }
+    if let Ok(pod) = api.read_pod(pod_name).await {
+        obs.push(Input::Pod {
+            received: Timestamp::now(),
+            kind: crate::observe::WatchKind::Modified,
+            pod: Box::new(pod),
+        });
+    }
 }
 
 /// Every span in which the API server took no new request (see `health`) is a gap of the pod
@@ -359,6 +385,38 @@ fn api_outage_gaps(obs: &mut Observer, env: &CaseEnv) {
                 reason: format!("{}: the kubelet could not write its status or events", o.reason),
             }));
         }
+    }
+}
+
+/// How long before its `Starting` event a restarted kubelet may have been down: longer, and its
+/// node's lease lapses (the node monitor's 40 s grace period) and the node turns NotReady.
+const KUBELET_DOWN_AT_MOST: jiff::SignedDuration = jiff::SignedDuration::from_secs(40);
+/// After it starts, the kubelet re-lists its pods and syncs each (PLEG relist 1 s, the pod
+/// workers' first sync): reactions in these seconds are its start-up's, not its steady pace.
+const KUBELET_START_UP: jiff::SignedDuration = jiff::SignedDuration::from_secs(10);
+
+/// A restart of the pod's kubelet during the case is a gap of the `Kubelet` source around it,
+/// so that timings across it (a back-off the restart reset, a probe whose count started over)
+/// are undecided, naming the restart, not judged as the node's.
+fn kubelet_restart_gaps(obs: &mut Observer, env: &CaseEnv) {
+    let Some(h) = &env.api_health else { return };
+    let tl = obs.timeline();
+    let Some(node) = tl.pod.node.clone() else { return };
+    let Some(created) = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent) else {
+        return;
+    };
+    let now = Timestamp::now();
+    for k in h.kubelet_starts_between(&node, created, crate::util::ts_add(now, KUBELET_DOWN_AT_MOST)) {
+        obs.push(Input::Gap(crate::observe::Gap {
+            source: EvidenceSource::Kubelet,
+            from: Some(crate::util::ts_add(k.at, -KUBELET_DOWN_AT_MOST)),
+            to: Some(crate::util::ts_add(k.at, KUBELET_START_UP)),
+            clock: crate::observe::GapClock::Node,
+            reason: format!(
+                "the kubelet of {node} restarted (its Starting event {}): its back-off, probe state and pending work started over",
+                crate::util::hms(k.at)
+            ),
+        }));
     }
 }
 
@@ -435,6 +493,7 @@ impl Loop<'_> {
     fn stop(mut self, stop: Stop, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
         self.tasks.abort_all();
         api_outage_gaps(&mut self.obs, self.env);
+        kubelet_restart_gaps(&mut self.obs, self.env);
         let tl = self.obs.finish();
         match stop {
             Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),

@@ -1,0 +1,213 @@
+//! What a later pod snapshot proves about the past: status fields the kubelet only moves forward
+//! (restartCount, terminal phases, a container instance's first start), so a snapshot after a gap
+//! in the pod watch can prove that a mark did not occur inside the gap.
+//!
+//! Why: the pod watch is a sampled view. A gap hides the versions written while it lasted, but
+//! some fields are monotonic by the kubelet's and the API server's rules, and the first version
+//! after the gap then decides what the gap could have held:
+//! - `restartCount` only grows (the kubelet derives it from the runtime's containers, whose
+//!   restart-count label it carries over from one instance to the next): a count still below N
+//!   after the gap means it never reached N inside it;
+//! - a terminal phase is final (the API server refuses a status update that leaves Succeeded or
+//!   Failed): a pod in any other phase after the gap was never in that terminal phase before;
+//! - the phase is Running only once a container has started (the kubelet's `getPhase` counts
+//!   running or exited containers): a Pending pod none of whose containers ever started (each
+//!   waiting, restartCount 0, no last state) was never Running;
+//! - an instance N of a container exists only once restartCount reached N, and the current
+//!   instance running proves it has not terminated.
+
+use crate::observe::{ContainerStatus, Gap, Snapshot, State, Timeline};
+use crate::suite::model::*;
+use crate::suite::types::InstanceSel;
+
+/// True when a snapshot received after the gap's end proves that the mark cannot lie inside it.
+pub(super) fn disproved_after(spec: &MarkSpec, tl: &Timeline, g: &Gap) -> bool {
+    let Some(end) = g.to else { return false };
+    // A version that changed nothing shows the state of the snapshot before it, at its time,
+    // unless the kubelet could not write then (an API outage, a kubelet restart): it is then
+    // only the last state written.
+    let writable = |t: &jiff::Timestamp| {
+        !tl.gaps
+            .iter()
+            .any(|g| g.source.disturbs_timing() && g.from.is_none_or(|f| f <= *t) && g.to.is_none_or(|e| *t <= e))
+    };
+    let confirmed = tl
+        .unchanged
+        .iter()
+        .filter(|t| **t >= end && writable(t))
+        .filter_map(|t| tl.snapshots.iter().rev().find(|s| s.received <= *t));
+    tl.snapshots
+        .iter()
+        .filter(|s| s.received >= end)
+        .chain(confirmed)
+        .any(|s| disproves(spec, s))
+}
+
+/// True when the snapshot proves that the mark had not occurred by the time it was written.
+fn disproves(spec: &MarkSpec, s: &Snapshot) -> bool {
+    match spec {
+        MarkSpec::Phase(p) => phase_not_reached(p.as_str(), s),
+        MarkSpec::Restarts(r) => s.container(&r.container).is_some_and(|c| c.restart_count < r.count),
+        MarkSpec::ContainerSeen(seen) => match seen.state {
+            ContainerState::Waiting => false,
+            ContainerState::Running => not_started(s, &seen.container, seen.instance),
+            ContainerState::Terminated => not_terminated(s, &seen.container, seen.instance),
+        },
+        MarkSpec::ContainerStarted(r) => not_started(s, &r.container, r.instance),
+        MarkSpec::ContainerTerminated(r) => not_terminated(s, &r.container, r.instance),
+        _ => false,
+    }
+}
+
+fn phase_not_reached(p: &str, s: &Snapshot) -> bool {
+    let Some(now) = s.phase.as_deref() else { return false };
+    match p {
+        "Succeeded" | "Failed" => matches!(now, "Pending" | "Running" | "Succeeded" | "Failed") && now != p,
+        "Running" => now == "Pending" && !s.containers.is_empty() && s.containers.iter().all(never_started),
+        _ => false,
+    }
+}
+
+/// A container none of whose instances has started yet.
+fn never_started(c: &ContainerStatus) -> bool {
+    matches!(c.state, State::Waiting { .. }) && c.last_terminated.is_none() && c.restart_count == 0
+}
+
+/// The selected instance of the container has not started by this snapshot.
+fn not_started(s: &Snapshot, container: &str, sel: InstanceSel) -> bool {
+    let Some(c) = s.container(container) else { return false };
+    match sel {
+        InstanceSel::Nth(n) => c.restart_count < n || never_started(c),
+        InstanceSel::Any => never_started(c),
+        InstanceSel::Last | InstanceSel::Each => false,
+    }
+}
+
+/// The selected instance of the container has not terminated by this snapshot.
+fn not_terminated(s: &Snapshot, container: &str, sel: InstanceSel) -> bool {
+    let Some(c) = s.container(container) else { return false };
+    let running_now = |n: u32| matches!(c.state, State::Running { .. }) && c.instance == Some(n);
+    match sel {
+        InstanceSel::Nth(n) => c.restart_count < n || never_started(c) || running_now(n),
+        InstanceSel::Any => never_started(c) || (running_now(0) && c.last_terminated.is_none()),
+        InstanceSel::Last | InstanceSel::Each => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::EvidenceSource;
+    use crate::suite::ContainerKind;
+    use jiff::Timestamp;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(1_700_000_000 + s).unwrap()
+    }
+
+    fn container(state: State, restart_count: u32, instance: Option<u32>) -> ContainerStatus {
+        ContainerStatus {
+            name: "main".into(),
+            kind: ContainerKind::Regular,
+            instance,
+            state,
+            last_terminated: None,
+            ready: false,
+            started: None,
+            restart_count,
+        }
+    }
+
+    fn snap(received: i64, phase: &str, c: ContainerStatus) -> Snapshot {
+        let mut s: Snapshot = serde_json::from_value(serde_json::json!({
+            "received": at(received).to_string(), "watch": "MODIFIED"
+        }))
+        .unwrap();
+        s.phase = Some(phase.into());
+        s.containers = vec![c];
+        s
+    }
+
+    fn timeline(snaps: Vec<Snapshot>) -> (Timeline, Gap) {
+        let mut tl = Timeline::default();
+        tl.snapshots = snaps;
+        let g = Gap {
+            source: EvidenceSource::PodWatch,
+            from: Some(at(10)),
+            to: Some(at(20)),
+            clock: Default::default(),
+            reason: "watch: broken".into(),
+        };
+        tl.gaps = vec![g.clone()];
+        (tl, g)
+    }
+
+    fn running() -> State {
+        State::Running {
+            started_at: Some(at(1)),
+        }
+    }
+
+    fn phase(p: &str) -> MarkSpec {
+        MarkSpec::Phase(PodPhase::parse(p).unwrap())
+    }
+
+    fn waiting() -> State {
+        State::Waiting {
+            reason: Some("CrashLoopBackOff".into()),
+            message: None,
+        }
+    }
+
+    #[test]
+    fn a_restart_count_still_low_after_the_gap_proves_no_restart_inside_it() {
+        let (tl, g) = timeline(vec![snap(25, "Running", container(running(), 0, Some(0)))]);
+        let restarts = |count| {
+            MarkSpec::Restarts(
+                serde_json::from_value(serde_json::json!({"container": "main", "count": count})).unwrap(),
+            )
+        };
+        assert!(disproved_after(&restarts(1), &tl, &g));
+        // A count reached after the gap may have been reached inside it.
+        let (tl, g) = timeline(vec![snap(25, "Running", container(running(), 1, Some(1)))]);
+        assert!(!disproved_after(&restarts(1), &tl, &g));
+        // A snapshot before the gap's end proves nothing about the gap.
+        let (tl, g) = timeline(vec![snap(15, "Running", container(running(), 0, Some(0)))]);
+        assert!(!disproved_after(&restarts(1), &tl, &g));
+    }
+
+    #[test]
+    fn a_non_terminal_phase_after_the_gap_proves_no_terminal_phase_inside_it() {
+        let (tl, g) = timeline(vec![snap(25, "Running", container(waiting(), 3, None))]);
+        assert!(disproved_after(&phase("Failed"), &tl, &g));
+        assert!(disproved_after(&phase("Succeeded"), &tl, &g));
+        let (tl, g) = timeline(vec![snap(25, "Failed", container(waiting(), 3, None))]);
+        assert!(!disproved_after(&phase("Failed"), &tl, &g));
+        // Running after the gap says nothing about Running before it.
+        let (tl, g) = timeline(vec![snap(25, "Running", container(running(), 0, Some(0)))]);
+        assert!(!disproved_after(&phase("Running"), &tl, &g));
+    }
+
+    #[test]
+    fn a_pending_pod_whose_containers_never_started_was_never_running() {
+        let never = container(
+            State::Waiting {
+                reason: Some("CreateContainerConfigError".into()),
+                message: None,
+            },
+            0,
+            None,
+        );
+        let (tl, g) = timeline(vec![snap(25, "Pending", never.clone())]);
+        assert!(disproved_after(&phase("Running"), &tl, &g));
+        let seen: ContainerSeen =
+            serde_json::from_value(serde_json::json!({"container": "main", "instance": 0, "state": "running"}))
+                .unwrap();
+        assert!(disproved_after(&MarkSpec::ContainerSeen(seen), &tl, &g));
+        // A container that ran once (a last state, or a restart) may have run inside the gap.
+        let mut ran = never;
+        ran.restart_count = 1;
+        let (tl, g) = timeline(vec![snap(25, "Pending", ran)]);
+        assert!(!disproved_after(&phase("Running"), &tl, &g));
+    }
+}

@@ -1,0 +1,307 @@
+//! What evidence after a gap decides: real recordings of an API-server restart (O1, 2026-12-03)
+//! replayed, each beside a copy changed the way a broken node (or a lost stream) would change it,
+//! so that every rule that turns "undecided" into a verdict is shown able to fail.
+
+use std::path::Path;
+
+use podlife::judge::Outcome;
+use podlife::results::{Attempt, AttemptStatus};
+
+use super::live_runs::{builtin, bundle_recording};
+
+const O1: &str = "O1-h7smjxjb";
+
+fn replay(full: &str, rec: &Path) -> Attempt {
+    podlife::run::case::replay_case(&builtin(full), rec)
+}
+
+fn verdicts<'a>(a: &'a Attempt, kind: &str, says: &str) -> Vec<&'a podlife::judge::Verdict> {
+    a.verdicts
+        .iter()
+        .filter(|v| v.kind == kind && v.evidence.contains(says))
+        .collect()
+}
+
+/// Rewrites the recorded pod versions: `f` gets each line's JSON and may change it.
+fn edit_pods(rec: &Path, f: impl Fn(usize, &mut serde_json::Value)) {
+    let path = rec.join("pods.watch.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let out: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            f(i, &mut v);
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+}
+
+fn line_count(rec: &Path, file: &str) -> usize {
+    std::fs::read_to_string(rec.join(file)).unwrap().lines().count()
+}
+
+/// A liveness probe that never fails, in a recording where the API server restarted: the
+/// kubelet could not write meanwhile, so no version received during the outage (not even the
+/// pod re-listed unchanged) says what happened in it, and the restart count stays undecided.
+/// The live runner's closing read after the outage (a version received once the kubelet could
+/// write again) decides it: restartCount still 0 proves no restart inside. A node that
+/// restarted the container there shows restartCount 1 in that read and fails.
+#[test]
+fn a_restart_count_still_zero_after_the_outage_decides_that_none_happened_in_it() {
+    let full = "upstream-probes::probe-exec-liveness-healthy";
+    let case_dir = "upstream-probes__probe-exec-liveness-healthy@vm";
+    let (_d, rec) = bundle_recording(O1, case_dir);
+    let a = replay(full, &rec);
+    assert_eq!(a.status, AttemptStatus::Undecided, "{:#?}", a.verdicts);
+    let restarts = verdicts(&a, "never", "restartCount 1");
+    assert!(!restarts.is_empty());
+    assert!(
+        restarts.iter().all(|v| v.outcome == Outcome::Undecided),
+        "{restarts:#?}"
+    );
+
+    // The closing read, after the outage and its settling (09:19:43), as the runner makes it.
+    let closing = |restart_count: u32, rv: &str| {
+        let (d, rec) = bundle_recording(O1, case_dir);
+        let text = std::fs::read_to_string(rec.join("pods.watch.jsonl")).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        v["received"] = "2026-12-03T09:20:30.000000000Z".into();
+        v["event"]["type"] = "MODIFIED".into();
+        v["event"]["object"]["metadata"]["resourceVersion"] = rv.into();
+        v["event"]["object"]["status"]["containerStatuses"][0]["restartCount"] = restart_count.into();
+        append_input(&rec, "pods.watch.jsonl", v);
+        (d, rec)
+    };
+    let last_rv = {
+        let text = std::fs::read_to_string(rec.join("pods.watch.jsonl")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        v["event"]["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (_d2, healthy) = closing(0, &last_rv);
+    let h = replay(full, &healthy);
+    let restarts = verdicts(&h, "never", "restartCount 1");
+    assert!(restarts.iter().all(|v| v.outcome == Outcome::Pass), "{restarts:#?}");
+
+    let (_d3, broken) = closing(1, "999999999");
+    let b = replay(full, &broken);
+    assert_eq!(b.status, AttemptStatus::Failed, "{:#?}", b.verdicts);
+    let restarts = verdicts(&b, "never", "restartCount 1");
+    assert!(restarts.iter().all(|v| v.outcome == Outcome::Fail), "{restarts:#?}");
+}
+
+/// Rewrites the recorded outage (the `api` gap and its copies for the watches) to end sooner.
+fn shorten_outage(rec: &Path, to: &str) {
+    let path = rec.join("gaps.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["reason"].as_str().is_some_and(|r| r.contains("took no new request")) {
+                v["to"] = to.into();
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+}
+
+/// `never Unhealthy` across a gap of the Event watch: Events are objects the API server keeps,
+/// and the reconnected watch re-listed them, so one created inside the gap would have been seen;
+/// one the kubelet could not post during an outage is retried for at least 100 s. So: an outage
+/// shorter than that decides the absence; the recorded one (110 s with its settling) does not;
+/// and a watch that never reconnected decides nothing.
+#[test]
+fn an_event_absent_after_a_reconnected_event_watch_is_absent_only_within_the_recorders_patience() {
+    let full = "upstream-probes::probe-exec-liveness-healthy";
+    let case_dir = "upstream-probes__probe-exec-liveness-healthy@vm";
+    let unhealthy_outcomes = |rec: &Path| -> Vec<Outcome> {
+        let a = replay(full, rec);
+        let v = verdicts(&a, "never", "event Unhealthy");
+        assert!(!v.is_empty(), "{:?} {:#?}", a.error, a.verdicts);
+        v.iter().map(|v| v.outcome).collect()
+    };
+    let (_d, rec) = bundle_recording(O1, case_dir);
+    assert!(unhealthy_outcomes(&rec).iter().all(|o| *o == Outcome::Undecided));
+
+    let (_d2, short) = bundle_recording(O1, case_dir);
+    shorten_outage(&short, "2026-12-03T09:19:05.000000000Z");
+    assert!(unhealthy_outcomes(&short).iter().all(|o| *o == Outcome::Pass));
+
+    // The Event watch reconnected only after the case ended: nothing after its gap was seen.
+    let gaps = std::fs::read_to_string(short.join("gaps.jsonl")).unwrap();
+    let mut moved = 0;
+    let out: Vec<String> = gaps
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["source"] == "events" && v["up"].is_string() {
+                v["up"] = "2026-12-03T10:00:00.000000000Z".into();
+                moved += 1;
+            }
+            v.to_string()
+        })
+        .collect();
+    assert!(moved > 0, "no reconnection of the Event watch in the recording");
+    std::fs::write(short.join("gaps.jsonl"), out.join("\n") + "\n").unwrap();
+    assert!(unhealthy_outcomes(&short).iter().all(|o| *o == Outcome::Undecided));
+}
+
+/// A subPath that cannot be expanded: the pod stays Pending, its container waiting, never
+/// started. After the outage the pod is still Pending with restartCount 0 and no last state, so
+/// neither phase Running nor a running container hid in the gap. A node that ran the container
+/// inside the gap (a last state after it) leaves it undecided, and one showing it running fails.
+#[test]
+fn a_pending_pod_whose_container_never_started_was_never_running_inside_the_gap() {
+    let full = "upstream-expansion::subpath-expr-from-failed";
+    let (_d, rec) = bundle_recording(O1, "upstream-expansion__subpath-expr-from-failed@vm");
+    let a = replay(full, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let running = verdicts(&a, "never", "phase Running before");
+    assert!(running.iter().all(|v| v.outcome == Outcome::Pass), "{running:#?}");
+
+    // Broken: every version after the gap says the container ran once and exited.
+    let gap_end = "2026-12-03T09:19:01";
+    let (_d2, broken) = bundle_recording(O1, "upstream-expansion__subpath-expr-from-failed@vm");
+    edit_pods(&broken, |_, v| {
+        if v["received"].as_str().unwrap() > gap_end {
+            v["event"]["object"]["metadata"]["resourceVersion"] = format!("99999{}", v["seq"]).into();
+            let cs = &mut v["event"]["object"]["status"]["containerStatuses"][0];
+            cs["lastState"] = serde_json::json!({"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-12-03T09:18:55Z", "finishedAt": "2026-12-03T09:18:56Z",
+                "containerID": "containerd://ran-inside-the-gap"}});
+            cs["restartCount"] = 1.into();
+        }
+    });
+    let b = replay(full, &broken);
+    let running = verdicts(&b, "never", "phase Running before");
+    assert!(running.iter().all(|v| v.outcome != Outcome::Pass), "{running:#?}");
+}
+
+/// An order whose last mark was first seen after a gap: restartCount 4 lies somewhere between
+/// the gap's start and its sighting, which is after CrashLoopBackOff was seen wherever it lies,
+/// so the order is decided. Moved so that the gap could hold it before CrashLoopBackOff, it is
+/// undecided.
+#[test]
+fn an_order_holds_wherever_the_gap_puts_its_uncertain_mark() {
+    let full = "status::status-crashloop";
+    let (_d, rec) = bundle_recording(O1, "status__status-crashloop@vm2");
+    let a = replay(full, &rec);
+    let order = verdicts(&a, "order", "restartCount 4");
+    assert_eq!(order.len(), 1, "{:#?}", a.verdicts);
+    assert_eq!(order[0].outcome, Outcome::Pass, "{}", order[0].evidence);
+    assert!(
+        order[0].evidence.contains("wherever the gap puts them"),
+        "{}",
+        order[0].evidence
+    );
+
+    // CrashLoopBackOff first seen only after the gap too: the two may be in either order.
+    let gap_start = "2026-12-03T09:18:53";
+    let (_d2, late) = bundle_recording(O1, "status__status-crashloop@vm2");
+    edit_pods(&late, |_, v| {
+        if v["received"].as_str().unwrap() < gap_start && v["event"]["object"]["status"]["containerStatuses"].is_array()
+        {
+            let cs = &mut v["event"]["object"]["status"]["containerStatuses"][0];
+            if cs["state"]["waiting"]["reason"] == "CrashLoopBackOff" {
+                cs["state"]["waiting"]["reason"] = "ContainerCreating".into();
+            }
+        }
+    });
+    let b = replay(full, &late);
+    let order = verdicts(&b, "order", "restartCount 4");
+    assert_eq!(order.len(), 1);
+    assert_ne!(order[0].outcome, Outcome::Pass, "{}", order[0].evidence);
+}
+
+/// Appends an input to a recording as the live runner does at the end of a case: numbered
+/// after every other input.
+fn append_input(rec: &Path, file: &str, input: serde_json::Value) {
+    let mut max = 0u64;
+    let mut files = vec![];
+    for e in walk(rec) {
+        files.push(e);
+    }
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for l in text.lines() {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(l)
+                && let Some(s) = v["seq"].as_u64()
+            {
+                max = max.max(s);
+            }
+        }
+    }
+    let mut input = input;
+    input["seq"] = (max + 1).into();
+    // The recording's closing line counts its inputs.
+    let actions = rec.join("actions.jsonl");
+    let text = std::fs::read_to_string(&actions).unwrap();
+    let text = text.replace(&format!("\"inputs\":{max}"), &format!("\"inputs\":{}", max + 1));
+    std::fs::write(&actions, text).unwrap();
+    let path = rec.join(file);
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.push_str(&input.to_string());
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// K1: vm2's kubelet was restarted during a crash loop, and the restarted kubelet started its
+/// in-memory back-off over (announced 10 s for the 4th wait). Nobody recorded the restart then,
+/// so the recording alone reads like a kubelet that forgets its back-off, and fails. With the
+/// restart recorded (the `Kubelet` gap the live runner adds from the node's `Starting` event),
+/// the back-off across it is undecided and names the restart.
+#[test]
+fn a_back_off_reset_by_a_kubelet_restart_is_undecided_naming_the_restart() {
+    let full = "restart-policy::restart-always-crashloop";
+    let (_d, rec) = bundle_recording("K1-sj57omz6", "restart-policy__restart-always-crashloop@vm2");
+    let a = replay(full, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    let tl = a.timeline.as_ref().unwrap();
+    let inst = |n: u32| {
+        tl.instances
+            .iter()
+            .find(|i| i.container == "main" && i.instance == n)
+            .unwrap()
+    };
+    let (after3, before4) = (inst(3).finished_at.unwrap(), inst(4).started_at.unwrap());
+    append_input(
+        &rec,
+        "gaps.jsonl",
+        serde_json::json!({
+            "source": "kubelet", "clock": "node",
+            "from": after3.to_string(), "to": before4.to_string(),
+            "reason": "the kubelet of vm2 restarted (its Starting event): its back-off, probe state and pending work started over",
+        }),
+    );
+    let b = replay(full, &rec);
+    assert_eq!(b.status, AttemptStatus::Undecided, "{:?} {:#?}", b.error, b.verdicts);
+    let backoff: Vec<_> = b.verdicts.iter().filter(|v| v.kind == "backoff").collect();
+    assert!(!backoff.is_empty());
+    assert!(
+        backoff
+            .iter()
+            .any(|v| v.outcome == Outcome::Undecided && v.evidence.contains("the kubelet of vm2 restarted")),
+        "{backoff:#?}"
+    );
+}
