@@ -6,7 +6,7 @@
 //! second after it, narrowed by the instance's own log lines), a mark that a probe decides can
 //! fall anywhere within one probe period, CRI log timestamps are nanoseconds and receive times
 //! and our own actions are read on the harness clock. The noise class says what decides the
-//! value from run to run on a conformant node (see `report::diff` for the magnitudes).
+//! value from run to run on a conformant node (magnitudes and mechanisms: `judge::mechanism`).
 
 use serde::{Deserialize, Serialize};
 
