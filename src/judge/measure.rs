@@ -6,7 +6,7 @@
 //! second after it, narrowed by the instance's own log lines), a mark that a probe decides can
 //! fall anywhere within one probe period, CRI log timestamps are nanoseconds and receive times
 //! and our own actions are read on the harness clock. The noise class says what decides the
-//! value from run to run on a conformant node (see `report::diff` for the magnitudes).
+//! value from run to run on a conformant node (magnitudes and mechanisms: `judge::mechanism`).
 
 use serde::{Deserialize, Serialize};
 
@@ -35,9 +35,14 @@ pub struct MeasureInfo {
     pub ideal: Option<f64>,
     /// What decides the value from run to run.
     pub noise: Noise,
+    /// Why that class applies to this value: which mark decides it and how (empty in reports
+    /// written before podlife recorded it; the class's mechanism then says it in general).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
 }
 
-/// What decides a measured value from run to run (magnitudes in `report::diff::noise_of`).
+/// What decides a measured value from run to run (magnitudes and mechanisms in
+/// `judge::mechanism`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Noise {
@@ -49,6 +54,11 @@ pub enum Noise {
     Kubelet,
     /// A back-off wait: the kubelet restarts at the first pod sync after the back-off expires.
     Backoff,
+    /// The kubelet applies the change at the pod's next periodic sync: a volume's content after
+    /// its ConfigMap, Secret or the pod's metadata changed, or a reaction written to status only.
+    Sync,
+    /// Both ends are podlife's own actions: not node behaviour, never compared.
+    Own,
 }
 
 /// A mark's contribution: how it is read and what decides it.
@@ -176,6 +186,7 @@ pub fn gap_info(
         _ => false,
     };
     let (min, max, ideal) = gap_bounds(g);
+    let (noise, why) = gap_noise(&from, &to, same_process, min);
     Some(MeasureInfo {
         below,
         above,
@@ -183,8 +194,59 @@ pub fn gap_info(
         min,
         max,
         ideal,
-        noise: if same_process { Noise::Process } else { Noise::Kubelet },
+        noise,
+        why,
     })
+}
+
+/// The mechanism a gap's expectation depends on, from what its two ends are.
+fn gap_noise(from: &MarkSpec, to: &MarkSpec, same_process: bool, min: Option<f64>) -> (Noise, String) {
+    let action = |m: &MarkSpec| match m {
+        MarkSpec::Action(a) => Some(a.action),
+        _ => None,
+    };
+    if let (Some(a), Some(b)) = (action(from), action(to)) {
+        return (
+            Noise::Own,
+            format!("from our {a:?} to our {b:?}: both ends are our own requests"),
+        );
+    }
+    // A running container sees a changed ConfigMap or Secret, or the pod's changed labels and
+    // annotations, only in its volume's files, which the kubelet rewrites at its periodic pod sync.
+    if let (Some(a @ (ActionKind::UpdateObject | ActionKind::DeleteObject | ActionKind::Patch)), MarkSpec::Log(l)) =
+        (action(from), to)
+    {
+        return (
+            Noise::Sync,
+            format!(
+                "from our {a:?} to `{}` reading the volume: the kubelet rewrites a volume's files at the pod's periodic sync",
+                l.container.as_str()
+            ),
+        );
+    }
+    // The same kubelet event again after a lower bound: the retry that ends a back-off step
+    // (an image pull, a container start), at the first pod sync after the back-off expires.
+    if let (MarkSpec::Event(a), MarkSpec::Event(b)) = (from, to)
+        && a.reason == b.reason
+        && a.occurrence != b.occurrence
+        && min.is_some_and(|m| m > 0.0)
+    {
+        return (
+            Noise::Backoff,
+            format!("one `{}` event to the next: a retry after a back-off step", b.reason),
+        );
+    }
+    if same_process {
+        (
+            Noise::Process,
+            "both ends are log lines of one container instance".into(),
+        )
+    } else {
+        (
+            Noise::Kubelet,
+            "an end is the kubelet acting, read from status, an event or the watch".into(),
+        )
+    }
 }
 
 /// Describes the `i`-th back-off interval judged against `(lo, hi)`; `slack` is the
@@ -206,6 +268,11 @@ pub fn backoff_info(lo: Option<f64>, hi: Option<f64>, slack: f64) -> MeasureInfo
         max: hi,
         ideal: lo.filter(|l| *l > 0.0),
         noise: if waits { Noise::Backoff } else { Noise::Kubelet },
+        why: if waits {
+            "a restart after a back-off step".into()
+        } else {
+            "an immediate restart".into()
+        },
     }
 }
 

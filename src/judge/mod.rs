@@ -11,6 +11,7 @@ mod gap;
 mod log;
 pub mod marks;
 pub mod measure;
+pub mod mechanism;
 mod never;
 mod order;
 mod phase;

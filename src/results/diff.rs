@@ -98,6 +98,9 @@ pub struct TimingChange {
     /// Why it is (or is not) a regression, in words.
     pub reason: String,
     pub info_source: InfoSource,
+    /// The mechanism the value depends on (`judge::mechanism`); None when unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_class: Option<Noise>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -177,23 +180,12 @@ pub fn definitions(suites: &[crate::suite::Suite]) -> Definitions {
 }
 
 /// The noise model: how much a measured value of each class moves from run to run on a
-/// conformant node, and why. Used as a floor even with `--repeat` (a few samples can show less
-/// spread than the node really has).
-pub fn noise_of(n: Noise) -> (f64, &'static str) {
-    match n {
-        // Log-to-log gaps inside one container are timed by its own code, its hooks and the
-        // runtime's grace timer: only CPU scheduling on a loaded 2-core node moves them (the 10
-        // normal live runs spread them by at most 0.21 s, the 0.2 s kill tick included).
-        Noise::Process => (0.25, "process scheduling"),
-        // A kubelet reaction is noticed by the PLEG relist (every 1 s) and published by status
-        // writes and watch deliveries; containers observe volume updates by 1 s polling loops.
-        // The live runs spread such gaps by up to 1.23 s.
-        Noise::Kubelet => (2.0, "kubelet reaction"),
-        // A restart after a back-off waits for the next pod sync: the pod worker retries a pod in
-        // back-off every 10 s with 50 % jitter (10-15 s), plus the 1 s PLEG relist. The live
-        // runs spread back-off steps by up to 16 s (the 40 s step: 44-60 s).
-        Noise::Backoff => (16.0, "back-off sync"),
-    }
+/// conformant node, and why (the mechanism's own table, `judge::mechanism`). Used as a floor even
+/// with `--repeat` (a few samples can show less spread than the node really has). None: the value
+/// is not node behaviour and is never compared.
+pub fn noise_of(n: Noise) -> (Option<f64>, &'static str) {
+    let m = crate::judge::mechanism::mechanism(n);
+    (m.spread, m.name)
 }
 
 /// Reads `summary.json` from a run folder, or from the only run inside a reports folder.
@@ -341,7 +333,7 @@ fn timing_change(
         (Some(b), None) => (Some(b.clone()), Some(b)),
         both => both,
     };
-    let (regression, noise, reason) = match info {
+    let (regression, noise, reason, noise_class) = match info {
         (Some(ib), Some(ia)) => {
             // The two true values could be equal if the measured ones are within the sum of
             // their uncertainties on the facing sides.
@@ -351,6 +343,30 @@ fn timing_change(
                 ib.below + ia.above
             };
             let (jitter, cause) = noise_of(ia.noise);
+            let class = if ia.why.is_empty() {
+                crate::judge::mechanism::mechanism(ia.noise).why.to_string()
+            } else {
+                ia.why.clone()
+            };
+            let Some(jitter) = jitter else {
+                // Not node behaviour: listed so the reader sees it moved, never a regression.
+                return Some(TimingChange {
+                    label: new.label.clone(),
+                    index: new.index,
+                    position: new.position,
+                    before: old.median,
+                    after: new.median,
+                    delta,
+                    percent,
+                    before_samples: old.n,
+                    after_samples: new.n,
+                    noise: 0.0,
+                    regression: false,
+                    reason: format!("not compared: {cause} ({class}): informational"),
+                    info_source: source,
+                    noise_class: Some(ia.noise),
+                });
+            };
             let mut parts = vec![];
             if precision > 0.0 {
                 parts.push(format!("precision {}", fmt_secs(precision)));
@@ -370,13 +386,15 @@ fn timing_change(
                 (true, false) => format!("beyond noise {noise_text}, but {how}"),
                 (false, _) => format!("within noise {noise_text}"),
             };
-            (significant && w, noise, reason)
+            let reason = format!("{reason}; {cause}: {class}");
+            (significant && w, noise, reason, Some(ia.noise))
         }
         _ => (
             false,
             0.0,
             "precision and bounds unknown (the report predates them and the case is not in the suites): informational"
                 .to_string(),
+            None,
         ),
     };
     Some(TimingChange {
@@ -393,6 +411,7 @@ fn timing_change(
         regression,
         reason,
         info_source: source,
+        noise_class,
     })
 }
 
@@ -523,6 +542,7 @@ mod tests {
             max,
             ideal,
             noise,
+            why: String::new(),
         }
     }
 
@@ -569,6 +589,26 @@ mod tests {
         let t = info(Noise::Process, Some(4.7), Some(5.3), Some(5.0), 0.0);
         assert!(change(&[5.0], &[4.6], t.clone()).regression);
         assert!(change(&[5.0], &[5.4], t).regression);
+    }
+
+    #[test]
+    fn the_mechanism_decides_the_noise_and_our_own_pacing_is_never_compared() {
+        // A volume refreshed at the pod's periodic sync: the next sync may come 1 s or 88 s
+        // after the change on the same healthy node.
+        let v = info(Noise::Sync, None, Some(240.0), None, 0.0);
+        let t = change(&[1.1], &[87.9], v.clone());
+        assert!(!t.regression, "{t:?}");
+        assert!(t.reason.contains("pod sync period"), "{t:?}");
+        assert!(change(&[1.1], &[180.0], v).regression);
+        // Two of our own requests: listed, never a regression, whatever the bound.
+        let o = info(Noise::Own, Some(120.0), None, None, 0.0);
+        let t = change(&[128.0], &[100.0], o);
+        assert!(!t.regression, "{t:?}");
+        assert!(t.reason.starts_with("not compared"), "{t:?}");
+        assert_eq!(t.noise_class, Some(Noise::Own));
+        // A back-off step shorter by 2 s, toward its lower bound: back-off noise, not a regression.
+        let b = info(Noise::Backoff, Some(20.0), None, None, 0.0);
+        assert!(!change(&[29.1], &[26.9], b).regression);
     }
 
     #[test]

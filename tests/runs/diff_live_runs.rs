@@ -237,7 +237,8 @@ fn a_faster_in_bounds_change_is_only_changed() {
     assert_eq!(t["regression"], false);
     let reason = t["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with("beyond noise ±250ms") && reason.ends_with("but away from its bounds 4.75s..5.5s"),
+        reason.starts_with("beyond noise ±250ms")
+            && reason.contains("but away from its bounds 4.75s..5.5s; process scheduling: "),
         "{reason}"
     );
     let (_, out) = diff(&before, &after, &[]);
@@ -266,4 +267,189 @@ fn a_report_whose_case_is_unknown_is_compared_but_only_informational() {
     let t = &case_json(&d, "termination::renamed-case")["timing"][0];
     assert_eq!(t["infoSource"], "unknown");
     assert_eq!(t["regression"], false);
+}
+
+/// The live bundles of conformant nodes run with `--each-node` (both nodes in one run, judged
+/// by today's suites): N33 and N38, and any later normal run dropped in as `N<letter>-<runid>`.
+fn healthy_each_node_bundles() -> Vec<(String, PathBuf)> {
+    let dir = root().join("tests/fixtures/live-bundles");
+    let mut out = vec![];
+    for d in std::fs::read_dir(&dir).unwrap() {
+        let d = d.unwrap().path();
+        let name = d.file_name().unwrap().to_str().unwrap().to_string();
+        let later = name.len() > 2
+            && name.starts_with('N')
+            && name.as_bytes()[1].is_ascii_lowercase()
+            && name.as_bytes()[2] == b'-';
+        if !(d.is_dir() && (later || name.starts_with("N33-") || name.starts_with("N38-"))) {
+            continue;
+        }
+        if let Some(b) = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|f| f.unwrap().path())
+            .find(|f| f.to_str().unwrap().ends_with(".tar.gz"))
+        {
+            out.push((name, b));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Re-judges a bundle with today's suites (`podlife rejudge BUNDLE --suites suites`) into `reports`
+/// and returns the new run folder.
+fn rejudged(bundle: &Path, reports: &Path) -> PathBuf {
+    let out = assert_cmd::Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(root())
+        .args(["rejudge", "--quiet", "--suites", "suites", "--reports"])
+        .arg(reports)
+        .arg(bundle)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}: rejudge exited {:?}: {}",
+        bundle.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_dir(reports)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.join("summary.json").is_file())
+        .unwrap_or_else(|| panic!("{}: no run folder", bundle.display()))
+}
+
+fn json_args(before: &Path, after: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args = vec!["--format", "json"];
+    args.extend_from_slice(extra);
+    let (code, out) = diff(before, after, &args);
+    (code, serde_json::from_str(&out).unwrap())
+}
+
+/// Timing regressions and verdict flips of cases that passed on both sides: what a healthy pair
+/// must never show (a case the old evidence cannot decide is the replay tests' business).
+fn node_regressions(d: &Value) -> Vec<String> {
+    d["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["before"] == "passed" && c["after"] == "passed" && c["change"] == "regression")
+        .map(|c| format!("{}: {}", c["case"], c["timing"]))
+        .collect()
+}
+
+#[test]
+fn healthy_runs_and_healthy_nodes_show_no_timing_regression() {
+    let bundles = healthy_each_node_bundles();
+    assert!(bundles.len() >= 2, "{bundles:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let runs: Vec<(String, PathBuf)> = bundles
+        .iter()
+        .map(|(name, b)| (name.clone(), rejudged(b, &tmp.path().join(name))))
+        .collect();
+    let mut problems = vec![];
+    for (i, (a, ra)) in runs.iter().enumerate() {
+        let (_, d) = json_args(ra, ra, &["--node-a", "vm", "--node-b", "vm2"]);
+        problems.extend(node_regressions(&d).into_iter().map(|p| format!("{a} vm→vm2 {p}")));
+        for (b, rb) in &runs[i + 1..] {
+            let (_, d) = json_args(ra, rb, &[]);
+            problems.extend(node_regressions(&d).into_iter().map(|p| format!("{a}→{b} {p}")));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Every timing says its mechanism, and a gap between two of our own actions is listed for
+    // information only.
+    let (a, b) = (&runs[0].1, &runs[1].1);
+    let (_, d) = json_args(a, b, &[]);
+    for c in d["cases"].as_array().unwrap() {
+        for t in c["timing"].as_array().unwrap() {
+            if t["infoSource"] == "report" {
+                assert!(t["noiseClass"].is_string(), "{t}");
+            }
+            if t["noiseClass"] == "own" {
+                assert_eq!(t["regression"], false, "{t}");
+                assert!(t["reason"].as_str().unwrap().starts_with("not compared"), "{t}");
+            }
+        }
+    }
+}
+
+/// A copy of run folder `run` whose summary.json `edit` changed.
+fn edited_run(run: &Path, edit: impl FnOnce(&mut Value)) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("edited");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s: Value = serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    edit(&mut s);
+    std::fs::write(dir.join("summary.json"), serde_json::to_string(&s).unwrap()).unwrap();
+    (tmp, dir)
+}
+
+/// Moves measurement `index` (a gap) of `suite::case` on `node` by `by` seconds, as a node whose
+/// mark at its `to` end comes that much later would measure it.
+fn shift_on(s: &mut Value, full: &str, node: &str, index: u64, by: f64) {
+    let (suite, case) = full.split_once("::").unwrap();
+    let c = s["cases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|c| c["suite"] == suite && c["case"] == case && c["node"] == node)
+        .unwrap_or_else(|| panic!("{full}@{node} not in the run"));
+    let m = c["measurements"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|m| m["index"] == index && m["position"] == 0)
+        .unwrap_or_else(|| panic!("{full}@{node}: no measurement {index}"));
+    for k in ["min", "median", "max"] {
+        m[k] = (m[k].as_f64().unwrap() + by).into();
+    }
+}
+
+#[test]
+fn a_node_whose_starts_are_3s_slow_or_whose_kill_is_late_still_regresses() {
+    let (_, bundle) = healthy_each_node_bundles().pop().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = rejudged(&bundle, tmp.path());
+    let node = ["--node-a", "vm", "--node-b", "vm"];
+    // The same run against itself: nothing.
+    let (code, d) = json_args(&run, &run, &node);
+    assert_eq!((code, &d["regressions"]), (0, &Value::from(0)));
+    // Every container start 3 s later: the gaps that end at a start grow by 3 s.
+    let starts = [
+        ("init-containers::init-ordering", 4),
+        ("init-containers::init-ordering", 5),
+        ("init-containers::init-ordering", 6),
+        ("restart-policy::restart-onfailure-then-success", 6),
+    ];
+    let (_t, slow) = edited_run(&run, |s| {
+        for (case, index) in starts {
+            shift_on(s, case, "vm", index, 3.0);
+        }
+    });
+    let (code, out) = diff(&run, &slow, &node);
+    assert_eq!(code, 1, "{out}");
+    for (case, index) in starts {
+        let line = out
+            .lines()
+            .skip_while(|l| !l.starts_with(case))
+            .skip(1)
+            .find(|l| l.contains(&format!("[{index}] gap")))
+            .unwrap_or_else(|| panic!("{case} [{index}] not listed in\n{out}"));
+        assert!(line.trim_start().starts_with("REGRESSION"), "{line}");
+        assert!(line.contains("kubelet reaction"), "{line}");
+    }
+    // The kill 1.5 s after the grace: the runtime's timer, measured on the container's own lines.
+    let (_t2, late) = edited_run(&run, |s| shift_on(s, "termination::sigterm-ignored", "vm", 4, 1.5));
+    let (code, out) = diff(&run, &late, &node);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("1 regression;"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("[4] gap `term`→`kill`"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(line.trim_start().starts_with("REGRESSION"), "{line}");
+    assert!(line.contains("process scheduling"), "{line}");
 }

@@ -598,7 +598,15 @@ fn verdicts(vs: &[Verdict]) -> Markup {
             ul.verdicts {
                 @for v in vs {
                     @let (tag, class) = outcome_tag(v.outcome);
-                    li class=(class) { span.tag { (tag) } " " span.kind { (t(&v.kind)) } " " (t(&v.evidence)) }
+                    li class=(class) {
+                        span.tag { (tag) } " " span.kind { (t(&v.kind)) } " " (t(&v.evidence))
+                        // The mechanism each measured value depends on: what `podlife diff`
+                        // allows it to move by from run to run.
+                        @for m in &v.measures {
+                            @let mech = crate::judge::mechanism::mechanism(m.noise);
+                            " " span.noise { "[noise class: " (mech.name) " — " (t(if m.why.is_empty() { mech.why } else { &m.why })) "]" }
+                        }
+                    }
                 }
             }
         }
