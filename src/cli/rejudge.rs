@@ -16,6 +16,9 @@ pub(super) fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         }
     };
     let dir = extracted.as_ref().map_or(args.run.clone(), |x| x.dir.clone());
+    if extracted.is_some() {
+        crate::run::interrupt::phase("unpacked");
+    }
     let original = match crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
         .map_err(|e| e.problem.to_string())
         .and_then(|t| serde_json::from_str::<crate::results::RunSummary>(&t).map_err(|e| e.to_string()))
@@ -80,6 +83,7 @@ pub(super) fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Err(code) => return code,
     };
     run::relabel_summary(&mut outcome.summary);
+    crate::run::interrupt::phase("publishing");
     let published = crate::report::publish(
         crate::report::PublishOptions {
             dir: &outcome.report_dir,

@@ -18,6 +18,7 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
     };
     if let Some(x) = &extracted {
         args.replay = Some(x.dir.clone());
+        crate::run::interrupt::phase("unpacked");
     }
     // Reproducing a run means judging with the suites it ran, when it kept them whole. Bundles
     // written before podlife copied `objects:` manifests hold suites that no longer load: those
@@ -152,6 +153,7 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         Err(code) => return code,
     };
     relabel_summary(&mut outcome.summary);
+    crate::run::interrupt::phase("publishing");
     // Test seam (tests/cli/faults_cli.rs): hold the publishing window open so a signal can be sent
     // into it deterministically. Unset, it costs nothing.
     if let Some(ms) = std::env::var("PODLIFE_TEST_PUBLISH_DELAY_MS")

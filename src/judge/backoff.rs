@@ -90,13 +90,14 @@ pub(super) fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
     // "back-off 10s" across a 65 s outage), never a wrong one.
     let announced = announced_backoffs(tl, name);
     let offset = immediate_restarts(b);
-    let last_wait = announced.iter().map(|(r, _)| *r).max().unwrap_or(0);
-    let nominal = nominal_steps(b, (last_wait + 1) as usize);
+    // Each announced wait's step is computed on its own: the restartCount that names the step
+    // comes from the API and may be anything up to u32::MAX, so it must never size the work.
     for (r, got) in &announced {
         let Some(k) = r.checked_sub(offset).map(|k| k as usize) else {
             continue;
         };
-        let Some(want) = nominal.get(k) else { continue };
+        let Some(want) = nominal_step(b, k) else { continue };
+        let want = &want;
         if (got - want).abs() > 1e-6 {
             bad.push(format!(
                 "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message at restartCount {r}), the model's step is {}",
@@ -258,24 +259,21 @@ pub(super) fn go_duration(t: &str) -> Option<f64> {
     (any && num.is_empty()).then_some(total)
 }
 
-/// The back-off steps an expectation models, in order, for the waits the kubelet announces
-/// (the immediate first restart announces none): the doubling's steps, or each explicit
-/// interval's lower bound (the kubelet never restarts before its back-off expires).
-pub(super) fn nominal_steps(b: &BackoffExpect, n: usize) -> Vec<f64> {
+/// The `k`-th (from 0) back-off step an expectation models, for the waits the kubelet
+/// announces (the immediate first restart announces none): the doubling's step, or the `k`-th
+/// explicit interval's lower bound (the kubelet never restarts before its back-off expires).
+/// Computed directly, in time and memory independent of `k`.
+pub(super) fn nominal_step(b: &BackoffExpect, k: usize) -> Option<f64> {
     if let Some(d) = &b.doubling {
         let base = d.base.as_secs_f64();
-        (0..n)
-            .map(|k| {
-                let v = base * d.factor.powi(k as i32);
-                d.cap.map_or(v, |c| v.min(c.as_secs_f64()))
-            })
-            .collect()
+        // Past i32::MAX doublings the step is infinite (then capped) either way.
+        let v = base * d.factor.powi(i32::try_from(k).unwrap_or(i32::MAX));
+        Some(d.cap.map_or(v, |c| v.min(c.as_secs_f64())))
     } else {
         b.intervals
             .iter()
             .filter_map(|x| x.min.map(|m| m.as_secs_f64()).filter(|m| *m > 0.0))
-            .take(n)
-            .collect()
+            .nth(k)
     }
 }
 

@@ -84,9 +84,9 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         .collect();
     let mut initializing = false;
     for (i, c) in inits.iter().enumerate() {
-        restarts += c.restart_count;
+        restarts = restarts.saturating_add(c.restart_count);
         if c.kind == ContainerKind::Sidecar {
-            sidecar_restarts += c.restart_count;
+            sidecar_restarts = sidecar_restarts.saturating_add(c.restart_count);
         }
         match &c.state {
             State::Terminated(t) if t.exit_code == 0 => continue,
@@ -125,7 +125,7 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
             .filter(|c| c.kind == ContainerKind::Regular)
             .collect();
         for c in apps.iter().rev() {
-            restarts += c.restart_count;
+            restarts = restarts.saturating_add(c.restart_count);
             match &c.state {
                 State::Waiting { reason: Some(r), .. } if !r.is_empty() => reason = r.clone(),
                 State::Terminated(t) => {

@@ -108,6 +108,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
                 return Err(ExitCode::from(2));
             }
             let fp = replay_fingerprint(dir);
+            interrupt::phase("replay-checked");
             let interrupts = {
                 let _g = rt.enter();
                 Interrupts::listen(opts.cancel.clone())
@@ -166,32 +167,21 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
 /// After the cases, the caller writes the reports and the bundle: a signal then must still end
 /// podlife (the signal handlers installed for the run would otherwise swallow it, and a Ctrl-C
 /// during a long bundle write did nothing). The run is over and its namespaces are gone, so the
-/// first signal exits at once with its code, removing the half-written bundle.
+/// first signal exits at once with its code, removing the half-written bundle and an unpacked
+/// one (no destructor runs on that exit).
 fn exit_on_signal_while_publishing(outcome: &RunOutcome) {
-    let report_dir = outcome.report_dir.clone();
-    let spawned = std::thread::Builder::new().name("signals".into()).spawn(move || {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-            return;
-        };
-        let i = rt.block_on(async {
-            let mut interrupts = Interrupts::listen(None);
-            interrupts.next().await
-        });
-        let name = report_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        let _ = std::fs::remove_file(report_dir.with_file_name(format!(".{name}.tar.gz.partial")));
-        eprintln!(
-            "interrupted ({}) while writing the reports of {}: exiting; they may be incomplete",
-            i.name,
+    let report_dir = &outcome.report_dir;
+    let name = report_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    interrupt::on_exit_at_once(
+        Some(report_dir.with_file_name(format!(".{name}.tar.gz.partial"))),
+        format!(
+            "while writing the reports of {}: exiting; they may be incomplete",
             report_dir.display()
-        );
-        std::process::exit(i32::from(i.exit_code));
-    });
-    if let Err(e) = spawned {
-        eprintln!("warning: signals while the reports are written will not stop podlife: {e}");
-    }
+        ),
+    );
 }
 
 fn plural(n: usize) -> &'static str {

@@ -112,6 +112,7 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
     if !is_run_folder(&dir) {
         return Ok(());
     }
+    refuse_links(&dir)?;
     let run_json = dir.join("recordings").join("run.json");
     if let Some(text) = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| e.to_string())? {
         let v: serde_json::Value =
@@ -134,6 +135,11 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
     opts.retries = opts
         .retries
         .max(u32::try_from(most_tries.saturating_sub(1)).unwrap_or(0));
+    // `retries`, `repeat` and the repetitions are numbers a file states: they bound loops and
+    // allocations only up to the attempts the folder actually holds (no replay makes more).
+    let held = u32::try_from(attempts_held(&dir)).unwrap_or(u32::MAX);
+    opts.retries = opts.retries.min(held);
+    opts.repeat = opts.repeat.min(held.max(1));
     for (_, case) in cases {
         if !opts.selection().could_select(&case.full_name()) {
             continue;
@@ -158,6 +164,48 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
         }
     }
     Ok(())
+}
+
+/// A run folder is evidence of one run: what it holds is read from inside it only. A symbolic
+/// link in it (a recording or stored timeline pointing elsewhere) would be judged and copied
+/// into the new reports as if the run had recorded it, so it is refused, naming the path, as
+/// bundles refuse links. The walk never follows a link, so it ends on any folder.
+pub fn refuse_links(dir: &std::path::Path) -> Result<(), String> {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_symlink() {
+                return Err(format!(
+                    "{}: a symbolic link in a run folder: refused (a run is re-judged only from what it holds)",
+                    crate::util::printable(&e.path().display().to_string())
+                ));
+            }
+            if t.is_dir() {
+                todo.push(e.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The most attempts any one case has evidence of in a run folder: attempt folders under its
+/// `recordings/<case>/`, or attempts its `summary.json` lists (each an entry of the file).
+fn attempts_held(dir: &std::path::Path) -> usize {
+    let recorded = std::fs::read_dir(dir.join("recordings")).map_or(0, |rd| {
+        rd.flatten()
+            .filter_map(|e| std::fs::read_dir(e.path()).ok())
+            .map(|a| a.count())
+            .max()
+            .unwrap_or(0)
+    });
+    let listed = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
+        .ok()
+        .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
+        .and_then(|s| s.cases.iter().map(|c| c.attempts.len()).max())
+        .unwrap_or(0);
+    recorded.max(listed)
 }
 
 /// The fingerprint of recordings: a run folder's own (from its `summary.json`, else

@@ -550,3 +550,95 @@ fn a_malformed_durations_file_is_one_error_naming_its_line() {
         assert!(!err.contains("panicked"), "{}", text(&o));
     }
 }
+
+/// A restartCount is a number the API states, up to i32::MAX: nothing may be sized by it. With
+/// every restartCount of a crash-looping recording at 2147483647, the back-off judge allocated
+/// one step per count (16 GiB) and the process aborted, which no panic catcher sees: `judge`
+/// and a whole `run --replay` died. Judged now, as a failure of the model at worst.
+#[test]
+fn a_huge_restart_count_sizes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = tmp.path().join("restart-always-crashloop");
+    copy_dir(&root().join("tests/fixtures/recordings/restart-always-crashloop"), &rec);
+    let p = rec.join("pods.watch.jsonl");
+    let watch = std::fs::read_to_string(&p).unwrap();
+    let re = regex::Regex::new(r#""restartCount":\d+"#).unwrap();
+    assert!(re.is_match(&watch), "the recording has restartCount fields");
+    std::fs::write(&p, re.replace_all(&watch, r#""restartCount":2147483647"#).as_bytes()).unwrap();
+    let j = podlife(&[
+        os("judge"),
+        os("--suite"),
+        os("suites/restart-policy.yaml"),
+        os("--case"),
+        os("restart-always-crashloop"),
+        rec.as_os_str(),
+    ]);
+    assert!(matches!(j.status.code(), Some(0 | 1)), "{}", text(&j));
+    assert!(String::from_utf8_lossy(&j.stdout).contains("result: "), "{}", text(&j));
+    let reports = tmp.path().join("reports");
+    let r = podlife(&[
+        os("run"),
+        os("--replay"),
+        tmp.path().as_os_str(),
+        os("--quiet"),
+        os("--reports"),
+        reports.as_os_str(),
+        os("restart-policy::restart-always-crashloop"),
+        os("--exact"),
+    ]);
+    assert!(matches!(r.status.code(), Some(0 | 1)), "{}", text(&r));
+    let run = std::fs::read_dir(&reports).unwrap().flatten().next().unwrap().path();
+    let got = statuses(&run.join("summary.json"));
+    assert!(got.contains_key("restart-policy::restart-always-crashloop"), "{got:?}");
+}
+
+/// A run folder is re-judged only from what it holds: a recording folder or a stored timeline
+/// that is a symbolic link to elsewhere was read, judged and copied into the new reports. Both
+/// shapes are refused, naming the link, exit 2, and nothing is re-judged.
+#[cfg(unix)]
+#[test]
+fn rejudge_refuses_links_in_a_run_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = root().join("tests/fixtures/live-bundles/A1-8pgadlfn/8pgadlfn.tar.gz");
+    // A recording folder linked: attempt-1 of a case points at a copy outside the run.
+    let run = unpack(&bundle, &tmp.path().join("a"));
+    let case = std::fs::read_dir(run.join("recordings"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.join("attempt-1").is_dir())
+        .expect("a recorded case");
+    let outside = tmp.path().join("outside");
+    std::fs::rename(case.join("attempt-1"), &outside).unwrap();
+    std::os::unix::fs::symlink(&outside, case.join("attempt-1")).unwrap();
+    // A stored timeline linked, in a run without recordings.
+    let run2 = unpack(&bundle, &tmp.path().join("b"));
+    std::fs::remove_dir_all(run2.join("recordings")).unwrap();
+    let tl = std::fs::read_dir(run2.join("timelines"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let elsewhere = tmp.path().join("elsewhere.json");
+    std::fs::rename(&tl, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &tl).unwrap();
+    for (run, link) in [(&run, case.join("attempt-1")), (&run2, tl.clone())] {
+        let reports = tmp.path().join("reports");
+        let r = podlife(&[os("rejudge"), run.as_os_str(), os("--reports"), reports.as_os_str()]);
+        assert_eq!(r.status.code(), Some(2), "{}", text(&r));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains("symbolic link"), "{}", text(&r));
+        assert!(
+            err.contains(&link.display().to_string()),
+            "names the link: {}",
+            text(&r)
+        );
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("error")).count(),
+            1,
+            "{}",
+            text(&r)
+        );
+    }
+}

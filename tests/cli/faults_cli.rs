@@ -326,3 +326,61 @@ fn a_signal_while_the_reports_are_written_exits_at_once() {
     };
     assert_eq!(status.code(), Some(143), "{status:?}");
 }
+
+/// A signal in any phase of a bundle's replay ends the command with its code and leaves no
+/// unpacked bundle behind. Between the unpacking and the run, the handlers installed for the
+/// unpacking used to catch the signal and nobody read it (the command then ran every case and
+/// exited 0); while the reports were written, the exit at once left the unpacked bundle in the
+/// temp folder. Each phase announces itself on stderr and stays open (`PODLIFE_TEST_PHASES`),
+/// so the signal lands in it without a guessed delay.
+#[cfg(unix)]
+#[test]
+fn a_signal_at_each_phase_of_a_bundle_replay_stops_it_and_leaves_nothing() {
+    use std::io::BufRead;
+    let bundle = root().join("tests/fixtures/live-bundles/A1-8pgadlfn/8pgadlfn.tar.gz");
+    let cases: [(&[&str], &str, &str, i32); 5] = [
+        (&["rejudge"], "unpacked", "INT", 130),
+        (&["run", "--replay"], "unpacked", "TERM", 143),
+        (&["run", "--replay"], "replay-checked", "INT", 130),
+        (&["rejudge"], "publishing", "HUP", 129),
+        (&["run", "--replay"], "publishing", "INT", 130),
+    ];
+    for (cmd, phase, sig, code) in cases {
+        let d = tempfile::tempdir().unwrap();
+        let temp = d.path().join("temp");
+        std::fs::create_dir(&temp).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_podlife"))
+            .current_dir(root())
+            .env("TMPDIR", &temp)
+            .env("PODLIFE_TEST_PHASES", phase)
+            .args(cmd)
+            .arg(&bundle)
+            .args(["--quiet", "--reports"])
+            .arg(d.path().join("reports"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let marker = format!("podlife-phase: {phase}");
+        let mut seen = vec![];
+        for l in lines.by_ref().map_while(Result::ok) {
+            let here = l == marker;
+            seen.push(l);
+            if here {
+                break;
+            }
+        }
+        assert_eq!(seen.last(), Some(&marker), "{cmd:?} never reached {phase}: {seen:?}");
+        let sent = Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let status = wait_bounded(&mut child, Duration::from_secs(120));
+        assert_eq!(status.code(), Some(code), "{cmd:?} at {phase}: {seen:?} {rest:?}");
+        let left: Vec<_> = std::fs::read_dir(&temp).unwrap().flatten().map(|e| e.path()).collect();
+        assert!(left.is_empty(), "{cmd:?} at {phase} left behind: {left:?}");
+    }
+}

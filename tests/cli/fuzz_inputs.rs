@@ -141,6 +141,9 @@ enum Mutation {
     Field(usize, String),
     /// Replace the n-th number after a `count`/`restartCount`/`exitCode`/`seq`/... key.
     Number(usize, String),
+    /// Set every number of one key (`NUM_FIELDS`) to one value: a counter the API states
+    /// (`restartCount` at i32::MAX) in every snapshot, so no judge may size work by it.
+    Numbers(usize, String),
     /// Overwrite one byte.
     Flip(usize, u8),
     /// Cut the text at a byte.
@@ -156,6 +159,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
         3 => (any::<usize>(), timestamp()).prop_map(|(n, t)| Mutation::Timestamp(n, t)),
         3 => (0..TIME_FIELDS.len(), timestamp()).prop_map(|(n, t)| Mutation::Field(n, t)),
         3 => (any::<usize>(), number()).prop_map(|(n, v)| Mutation::Number(n, v)),
+        2 => (0..NUM_FIELDS.len(), number()).prop_map(|(n, v)| Mutation::Numbers(n, v)),
         1 => (any::<usize>(), any::<u8>()).prop_map(|(n, b)| Mutation::Flip(n, b)),
         1 => any::<usize>().prop_map(Mutation::Truncate),
         1 => any::<usize>().prop_map(Mutation::Duplicate),
@@ -167,6 +171,18 @@ fn ts_re() -> &'static regex::Regex {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
     RE.get_or_init(|| regex::Regex::new(r"[-+]?\d{4,6}-\d\d-\d\dT[0-9:.]+(Z|[+-]\d\d:\d\d)").unwrap())
 }
+
+/// The numeric keys `Mutation::Number` and `Mutation::Numbers` change.
+const NUM_FIELDS: &[&str] = &[
+    "count",
+    "restartCount",
+    "exitCode",
+    "signal",
+    "seq",
+    "inputs",
+    "instance",
+    "generation",
+];
 
 fn num_re() -> &'static regex::Regex {
     static RE: OnceLock<regex::Regex> = OnceLock::new();
@@ -191,6 +207,11 @@ fn apply(text: &[u8], m: &Mutation) -> Vec<u8> {
         Mutation::Field(n, t) => {
             let re = regex::Regex::new(&format!(r#""{}":\s*"[^"]*""#, TIME_FIELDS[*n])).unwrap();
             let with = format!(r#""{}":"{t}""#, TIME_FIELDS[*n]);
+            re.replace_all(&s, regex::NoExpand(&with)).into_owned().into_bytes()
+        }
+        Mutation::Numbers(n, v) => {
+            let re = regex::Regex::new(&format!(r#""{}":\s*-?\d+"#, NUM_FIELDS[*n])).unwrap();
+            let with = format!(r#""{}":{v}"#, NUM_FIELDS[*n]);
             re.replace_all(&s, regex::NoExpand(&with)).into_owned().into_bytes()
         }
         Mutation::Flip(at, b) => {
