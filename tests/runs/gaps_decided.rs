@@ -38,10 +38,6 @@ fn edit_pods(rec: &Path, f: impl Fn(usize, &mut serde_json::Value)) {
     std::fs::write(&path, out.join("\n") + "\n").unwrap();
 }
 
-fn line_count(rec: &Path, file: &str) -> usize {
-    std::fs::read_to_string(rec.join(file)).unwrap().lines().count()
-}
-
 /// A liveness probe that never fails, in a recording where the API server restarted: the
 /// kubelet could not write meanwhile, so no version received during the outage (not even the
 /// pod re-listed unchanged) says what happened in it, and the restart count stays undecided.

@@ -129,8 +129,10 @@ mod tests {
     }
 
     fn timeline(snaps: Vec<Snapshot>) -> (Timeline, Gap) {
-        let mut tl = Timeline::default();
-        tl.snapshots = snaps;
+        let mut tl = Timeline {
+            snapshots: snaps,
+            ..Timeline::default()
+        };
         let g = Gap {
             source: EvidenceSource::PodWatch,
             from: Some(at(10)),
