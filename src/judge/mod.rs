@@ -176,7 +176,7 @@ fn absent(case: &Case, r: &MarkRef, tl: &Timeline, evidence: String) -> J {
     {
         return undecided(evidence);
     }
-    match hidden_by(case, r, tl, None) {
+    match hidden_by(case, r, tl, None).or_else(|| kubelet_restarted(case, r, tl)) {
         Some(gap) => undecided(format!("{evidence}; undecided: {gap}")),
         None => match event_lost(case, r, tl) {
             Some(why) => undecided(format!("{evidence}; undecided: {why}")).with(Fact::EventsLossy),
@@ -242,7 +242,22 @@ fn event_gap_caught_up(g: &crate::observe::Gap, tl: &Timeline) -> bool {
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never
 /// saw its mark is then undecided, not failed.
 pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
-    hidden_by(case, r, tl, None).or_else(|| event_lost(case, r, tl))
+    hidden_by(case, r, tl, None)
+        .or_else(|| event_lost(case, r, tl))
+        .or_else(|| kubelet_restarted(case, r, tl))
+}
+
+/// A kubelet restart during the case (a `Kubelet` gap): a mark the kubelet was to bring about
+/// may not have come because its in-memory state (back-off, probe results, eviction) started
+/// over, so its absence is no evidence against the node. Our own actions are not the kubelet's.
+fn kubelet_restarted(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
+    if matches!(lookup(case, r), Ok(MarkSpec::Action(_)) | Err(_)) {
+        return None;
+    }
+    tl.gaps
+        .iter()
+        .find(|g| g.source == EvidenceSource::Kubelet)
+        .map(|g| g.describe())
 }
 
 /// Why an event mark's absence is no evidence although the event stream had no gap: the

@@ -7,7 +7,7 @@ use std::path::Path;
 use podlife::judge::Outcome;
 use podlife::results::{Attempt, AttemptStatus};
 
-use super::live_runs::{builtin, bundle_recording};
+use super::live_runs::{builtin, bundle_recording, judge_one};
 
 const O1: &str = "O1-h7smjxjb";
 
@@ -299,5 +299,39 @@ fn a_back_off_reset_by_a_kubelet_restart_is_undecided_naming_the_restart() {
             .iter()
             .any(|v| v.outcome == Outcome::Undecided && v.evidence.contains("the kubelet of vm2 restarted")),
         "{backoff:#?}"
+    );
+}
+
+/// A mark the kubelet was to bring about that never came is a failure of the node on whole
+/// evidence, but undecided when the kubelet restarted during the case: its back-off, probe
+/// results and eviction state started over, so the absence says nothing about the node.
+#[test]
+fn a_required_mark_missing_across_a_kubelet_restart_is_undecided_naming_it() {
+    let full = "restart-policy::restart-always-crashloop";
+    let (_d, rec) = bundle_recording("K1-sj57omz6", "restart-policy__restart-always-crashloop@vm2");
+    let mut tl = replay(full, &rec).timeline.unwrap();
+    let expect = "- order: [{restarts: {container: main, count: 1}}, {restarts: {container: main, count: 40}}]";
+    let whole = judge_one(full, expect, &tl);
+    assert_eq!(whole.outcome, Outcome::Fail, "{}", whole.evidence);
+    let at = tl
+        .instances
+        .iter()
+        .find(|i| i.instance == 3)
+        .unwrap()
+        .finished_at
+        .unwrap();
+    tl.gaps.push(podlife::observe::Gap {
+        source: podlife::observe::EvidenceSource::Kubelet,
+        from: Some(at),
+        to: Some(at),
+        clock: Default::default(),
+        reason: "the kubelet of vm2 restarted".into(),
+    });
+    let restarted = judge_one(full, expect, &tl);
+    assert_eq!(restarted.outcome, Outcome::Undecided, "{}", restarted.evidence);
+    assert!(
+        restarted.evidence.contains("the kubelet of vm2 restarted"),
+        "{}",
+        restarted.evidence
     );
 }

@@ -139,7 +139,7 @@ pub(crate) fn builtin(full: &str) -> podlife::suite::LoadedCase {
 }
 
 /// Judges one expectation (YAML, one list item) of the shape a suite would hold.
-fn judge_one(full: &str, expect: &str, tl: &Timeline) -> podlife::judge::Verdict {
+pub(crate) fn judge_one(full: &str, expect: &str, tl: &Timeline) -> podlife::judge::Verdict {
     let case = builtin(full);
     let e: Vec<podlife::suite::Expectation> =
         podlife::suite::load::parse_yaml(expect, "test.yaml").unwrap_or_else(|e| panic!("{e:?}"));

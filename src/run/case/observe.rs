@@ -203,6 +203,8 @@ pub(super) async fn observe_case(
                     .await
                     .map(|reached| {
                         (!reached).then(|| {
+                            // A kubelet restart so far is part of why the mark may not have come.
+                            kubelet_restart_gaps(&mut loop_.obs, env);
                             let tl = loop_.obs.timeline();
                             let why = judge::mark_occurred(&case.spec, &w.until, tl).err().unwrap_or_default();
                             let evidence = format!("steps[{i}] waitFor {what}: {limit}: {why}");
@@ -406,7 +408,17 @@ fn kubelet_restart_gaps(obs: &mut Observer, env: &CaseEnv) {
         return;
     };
     let now = Timestamp::now();
-    for k in h.kubelet_starts_between(&node, created, crate::util::ts_add(now, KUBELET_DOWN_AT_MOST)) {
+    for k in h.kubelet_starts_between(&node, created, now) {
+        let from = Some(crate::util::ts_add(k.at, -KUBELET_DOWN_AT_MOST));
+        // Recorded once, whether a failed wait or the end of the case asks first.
+        if obs
+            .timeline()
+            .gaps
+            .iter()
+            .any(|g| g.source == EvidenceSource::Kubelet && g.from == from)
+        {
+            continue;
+        }
         obs.push(Input::Gap(crate::observe::Gap {
             source: EvidenceSource::Kubelet,
             from: Some(crate::util::ts_add(k.at, -KUBELET_DOWN_AT_MOST)),
