@@ -144,7 +144,9 @@ impl ApiHealth {
     /// failed list is tried again next round: a restart's event stays for the event TTL).
     async fn list_kubelet_starts(&self, client: &kube::Client, nodes: &[String], since: Timestamp) {
         let api = kube::Api::<k8s_openapi::api::core::v1::Event>::namespaced(client.clone(), "default");
-        let lp = kube::api::ListParams::default().fields("involvedObject.kind=Node,reason=Starting");
+        let lp = kube::api::ListParams::default()
+            .fields("involvedObject.kind=Node,reason=Starting")
+            .limit(500);
         let Ok(Ok(list)) = tokio::time::timeout(PROBE_TIMEOUT, api.list(&lp)).await else {
             return;
         };
