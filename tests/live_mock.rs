@@ -73,7 +73,12 @@ fn passing_case_creates_applies_watches_follows_and_cleans_up() {
         "logs followed with timestamps: {:#?}",
         f.requests
     );
-    assert_eq!(f.count(&format!("DELETE /api/v1/namespaces/{ns}")), 1);
+    assert_eq!(f.namespace_deletes(ns), 1, "{:#?}", f.requests);
+    assert_eq!(
+        f.count(&format!("DELETE /api/v1/namespaces/{ns}/pods?")),
+        1,
+        "pods stopped at once"
+    );
     let a = c.last().unwrap();
     assert!(a.cleanup.deleted && a.cleanup.leftover.is_none());
     // namespace, apply, log fetch(es), namespace delete: counted non-watch requests.
@@ -105,10 +110,7 @@ fn failing_case_reports_the_measured_value() {
     // Collectors on failure: events and log tail in system-out.
     assert!(xml.contains("--- events ---") && xml.contains("--- logs main"), "{xml}");
     assert_eq!(
-        e.fake
-            .lock()
-            .unwrap()
-            .count("DELETE /api/v1/namespaces/podlife-testrun1-"),
+        e.fake.lock().unwrap().namespace_deletes("podlife-testrun1-"),
         1,
         "cleanup on failure too"
     );
@@ -246,7 +248,7 @@ fn cancel_stops_the_case_and_deletes_its_namespace() {
     assert_eq!(out.summary.cases[0].status, CaseStatus::Interrupted);
     let f = e.fake.lock().unwrap();
     assert_eq!(
-        f.count("DELETE /api/v1/namespaces/podlife-testrun1-mock-sigterm-handled"),
+        f.namespace_deletes("podlife-testrun1-mock-sigterm-handled"),
         1,
         "{:#?}",
         f.requests
@@ -394,12 +396,7 @@ fn preexisting_namespace_with_podlifes_name_is_an_error_and_never_deleted() {
     assert!(err.contains("409") && err.contains("not created by this run"), "{err}");
     assert!(!c.last().unwrap().cleanup.deleted);
     let f = e.fake.lock().unwrap();
-    assert_eq!(
-        f.count(&format!("DELETE /api/v1/namespaces/{ns}")),
-        0,
-        "{:#?}",
-        f.requests
-    );
+    assert_eq!(f.namespace_deletes(ns), 0, "{:#?}", f.requests);
     assert_eq!(f.count("PATCH"), 0, "nothing applied into someone else's namespace");
     assert!(f.namespace_exists(ns));
     assert_eq!(out.summary.errors, 1);
@@ -764,12 +761,17 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
             f.requests
         );
         assert!(f.requests[cm].contains("fieldManager=podlife") && f.requests[cm].contains("force=true"));
-        // Nothing deletes them one by one: they go with the namespace.
-        assert_eq!(f.count("DELETE /api/v1/namespaces/podlife-testrun1-"), 1);
-        assert_eq!(
-            f.count("DELETE /api/v1/namespaces/podlife-testrun1-mock-restart-never-success/"),
-            0
-        );
+        // Nothing deletes them one by one: they go with the namespace (its pods are only
+        // stopped at once first).
+        assert_eq!(f.namespace_deletes("podlife-testrun1-"), 1);
+        let ns = "podlife-testrun1-mock-restart-never-success";
+        let one_by_one = f
+            .requests
+            .iter()
+            .filter(|r| r.starts_with(&format!("DELETE /api/v1/namespaces/{ns}/")))
+            .filter(|r| !r.starts_with(&format!("DELETE /api/v1/namespaces/{ns}/pods?")))
+            .count();
+        assert_eq!(one_by_one, 0, "{:#?}", f.requests);
     }
     // Our actions on the timeline, in order, and in the recording.
     let tl = c.timeline.as_ref().unwrap();
@@ -987,7 +989,7 @@ fn the_watches_list_consistently_and_watch_for_290s_with_bookmarks() {
         let by_name = f
             .requests
             .iter()
-            .filter(|r| r.contains(&format!("/{resource}?")))
+            .filter(|r| r.starts_with("GET ") && r.contains(&format!("/{resource}?")))
             .all(|r| r.contains("fieldSelector=metadata.name%3Drestart-never-success"));
         assert_eq!(by_name, resource == "pods", "{:#?}", f.requests);
     }
@@ -1082,6 +1084,14 @@ fn a_delete_step_during_an_outage_is_retried() {
             tl.gaps
         );
     }
+    // It learnt when the API server answered again.
+    let api = tl
+        .gaps
+        .iter()
+        .find(|g| g.source == podlife::observe::EvidenceSource::Api)
+        .unwrap();
+    let back = api.back.expect("when the API server answered again");
+    assert!(api.from.unwrap() < back && api.to.is_none_or(|t| back <= t), "{api:#?}");
 }
 
 /// The namespace DELETE is retried through an outage longer than `--cleanup-timeout`, within
@@ -1464,4 +1474,60 @@ fn pod_starts_are_paced_per_node() {
             first_start(first)
         );
     }
+}
+
+/// The run-wide probe gets no answer while a new connection does: podlife's own connection
+/// stalled, the API server was up and the kubelet could write. The gap says so; with no other
+/// connection to try, the same silence is an API server that took no request.
+#[test]
+fn a_stalled_connection_of_podlifes_own_is_told_from_an_api_server_that_took_no_request() {
+    let body = SIGTERM_HANDLED
+        .replace(
+            "      - delete: {gracePeriodSeconds: 7}\n",
+            "      - sleep: 12s\n      - delete: {gracePeriodSeconds: 7}\n",
+        )
+        .replace("    steps:\n", "    timeout: 300s\n    steps:\n");
+    let gap_reasons = |e: &Env| -> Vec<String> {
+        let out = run_bounded(e, &opts(e.dir.path()), &body, Duration::from_secs(120));
+        let c = &out.summary.cases[0];
+        let tl = c
+            .last()
+            .unwrap()
+            .timeline
+            .as_ref()
+            .or(c.timeline.as_ref())
+            .expect("a timeline");
+        tl.gaps
+            .iter()
+            .filter(|g| g.source == podlife::observe::EvidenceSource::Api)
+            .map(|g| g.reason.clone())
+            .collect()
+    };
+    let silent = |f: &mut support::fake_api::FakeState| {
+        f.version_silent = Some((Duration::from_secs(1), Duration::from_secs(9)));
+    };
+    let mut e = env(silent);
+    let other = {
+        let _g = e.rt.enter();
+        support::fake_api::start(e.dir.path()).0
+    };
+    e.cluster.fresh = Some(std::sync::Arc::new(move || Some(other.clone())));
+    let stalled = gap_reasons(&e);
+    assert!(!stalled.is_empty(), "the stall was not seen");
+    assert!(
+        stalled
+            .iter()
+            .all(|r| r.contains("podlife's connection to the API server stalled")
+                && r.contains("the kubelet could write")),
+        "{stalled:#?}"
+    );
+
+    let e = env(silent);
+    let down = gap_reasons(&e);
+    assert!(!down.is_empty(), "the silence was not seen");
+    assert!(
+        down.iter()
+            .all(|r| r.contains("took no new request") && r.contains("could not write")),
+        "{down:#?}"
+    );
 }

@@ -115,8 +115,8 @@ pub struct RunArgs {
     /// Kubeconfig context (default: the current one).
     #[arg(long)]
     pub context: Option<String>,
-    /// Bound on the whole cleanup of a case namespace (the DELETE request included), and on the
-    /// end-of-run sweep.
+    /// Bound on the end-of-run sweep, which waits for every namespace of the run still
+    /// terminating.
     #[arg(long, default_value = defaults::CLEANUP_TIMEOUT, value_parser = parse_duration)]
     pub cleanup_timeout: std::time::Duration,
     /// Bound on each API request (create, apply, patch, delete); a server that never answers

@@ -39,7 +39,13 @@ impl ConnectOptions {
 pub struct Cluster {
     pub client: Client,
     pub tried: String,
+    /// Makes a client on new connections of its own, sharing no pooled connection with
+    /// `client` (`None`: not possible, e.g. a client given in-process).
+    pub fresh: Option<FreshClient>,
 }
+
+/// Makes a client on connections of its own (see `Cluster::fresh`).
+pub type FreshClient = std::sync::Arc<dyn Fn() -> Option<Client> + Send + Sync>;
 
 impl Cluster {
     /// Connects like kubectl: `--kubeconfig`, else `KUBECONFIG`/`~/.kube/config`, else in-cluster.
@@ -86,17 +92,22 @@ impl Cluster {
         // Count the read timeout from when a request is sent, not from when its pooled
         // connection went idle.
         config.reset_reader_on_write = true;
-        let client = Client::try_from(config).map_err(|e| ClusterError::NoConfig {
+        let client = Client::try_from(config.clone()).map_err(|e| ClusterError::NoConfig {
             tried: tried.clone(),
             reason: one_line(&e),
         })?;
-        Ok(Cluster { client, tried })
+        Ok(Cluster {
+            client,
+            tried,
+            fresh: Some(std::sync::Arc::new(move || Client::try_from(config.clone()).ok())),
+        })
     }
 
     pub fn from_client(client: Client) -> Self {
         Cluster {
             client,
             tried: "in-process client".into(),
+            fresh: None,
         }
     }
 

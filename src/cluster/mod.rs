@@ -15,7 +15,7 @@ mod watch_probe;
 pub use target::Target;
 pub use watch_probe::{WatchRequests, probe_watches};
 
-pub use connect::{CONNECT_TIMEOUT, Cluster, ConnectOptions, READ_TIMEOUT};
+pub use connect::{CONNECT_TIMEOUT, Cluster, ConnectOptions, FreshClient, READ_TIMEOUT};
 use error::api_err;
 pub use error::{ClusterError, describe};
 pub use exec::exec_status;
@@ -344,6 +344,28 @@ impl CaseApi {
         self.call(&what, None, true, pods.get(name)).await
     }
 
+    /// Asks every pod of this case's namespace to stop within a second (one DELETE of the
+    /// collection, grace 1 s). Called once the case is over, before the namespace's DELETE: the
+    /// namespace controller deletes pods with their own grace period, so a container that
+    /// ignores SIGTERM would keep its namespace 30 s (the default grace) after nothing observes
+    /// it any more. Best effort: the namespace DELETE follows whatever this answers.
+    pub async fn stop_pods_now(&self) {
+        let pods = Api::<Pod>::namespaced(self.client.clone(), &self.namespace);
+        let dp = DeleteParams {
+            grace_period_seconds: Some(1),
+            ..DeleteParams::background()
+        };
+        let what = format!("delete pods of namespace {}", self.namespace);
+        let _ = self
+            .call(
+                &what,
+                None,
+                false,
+                pods.delete_collection(&dp, &kube::api::ListParams::default()),
+            )
+            .await;
+    }
+
     /// Deletes the namespace this run created (the DELETE carries its UID as a precondition, so
     /// a namespace of the same name that is not ours is never touched) and waits until it is
     /// gone. While the API is unavailable the DELETE is retried for up to `outage_budget` (or
@@ -400,8 +422,19 @@ impl CaseApi {
                 Err(e) => return Err(e),
             }
         }
-        // Wait for it to go: a watch (which resumes by itself), restarted after an error until
-        // the deadline, so an API blip during the wait does not end cleanup.
+        self.wait_namespace_gone(uid, deadline, backoff).await
+    }
+
+    /// Waits until the namespace (by UID) is gone, by `deadline`: true when it went. A watch
+    /// (which resumes by itself), restarted after an error until the deadline, so an API blip
+    /// during the wait does not end it.
+    pub async fn wait_namespace_gone(
+        &self,
+        uid: &str,
+        deadline: tokio::time::Instant,
+        mut backoff: Backoff,
+    ) -> Result<bool, ClusterError> {
+        let api = Api::<Namespace>::all(self.client.clone());
         loop {
             let cond = kube::runtime::wait::conditions::is_deleted::<Namespace>(uid);
             let waited = tokio::time::timeout_at(

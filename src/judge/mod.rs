@@ -221,22 +221,19 @@ const RECORDER_RETRY: SignedDuration = SignedDuration::from_secs(10);
 /// A closed gap of the Event watch hides no event's existence: Events are objects the API
 /// server keeps (an hour by default), and the watch that reconnected re-listed or resumed them,
 /// so one created or counted up inside the gap was delivered afterwards. An event the kubelet
-/// could not post during the gap (an API outage) is still posted if the gap was shorter than
-/// the recorder's patience and the observation went on for one more retry after it.
+/// could not post during an API outage is still posted if the API server took requests again
+/// within the recorder's patience and the observation went on for one more retry after that.
 fn event_gap_caught_up(g: &crate::observe::Gap, tl: &Timeline) -> bool {
     let (Some(from), Some(to)) = (g.from, g.to) else {
         return false;
     };
-    let observed_until = tl
-        .snapshots
-        .iter()
-        .map(|s| s.received)
-        .chain(tl.events.iter().map(|e| e.received))
-        .chain(tl.actions.iter().map(|a| a.done.unwrap_or(a.sent)))
-        .chain(tl.unchanged.iter().copied())
-        .max();
-    to.duration_since(from) < RECORDER_PATIENCE
-        && observed_until.is_some_and(|u| u >= crate::util::ts_add(to, RECORDER_RETRY))
+    // Until when nobody could post: an outage ends for writers when the API server answers
+    // again, before the gap (which also covers the node settling) ends.
+    let writable_from = tl.writes_resumed(g).unwrap_or(to);
+    writable_from.duration_since(from) < RECORDER_PATIENCE
+        && tl
+            .observed_until()
+            .is_some_and(|u| u >= crate::util::ts_add(writable_from, RECORDER_RETRY))
 }
 
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never

@@ -177,10 +177,34 @@ impl Observer {
 
     /// Marks the observation as ended and returns the timeline.
     pub fn finish(mut self) -> Timeline {
+        self.resume_outages();
         self.drop_unwritten_pod_gaps();
         self.lost_instance_logs();
         self.tl.complete = true;
         self.tl
+    }
+
+    /// An API outage ends for writers when the API server answers again: its gaps learn when
+    /// (`back`), and its copies on the pod and Event watches end once the kubelet has caught up
+    /// with writing what happened meanwhile. From then on both watches see every write, only
+    /// late; the `Api` gap keeps the whole span, for timings.
+    fn resume_outages(&mut self) {
+        let outages: Vec<(Gap, Timestamp)> = self
+            .tl
+            .gaps
+            .iter()
+            .filter(|g| g.source == EvidenceSource::Api)
+            .filter_map(|g| Some((g.clone(), self.tl.writes_resumed(g)?)))
+            .collect();
+        for (api, back) in outages {
+            for g in self.tl.gaps.iter_mut().filter(|g| g.from == api.from && g.to == api.to) {
+                g.back = Some(back);
+                if g.source != EvidenceSource::Api {
+                    g.to =
+                        g.to.map(|t| t.min(crate::util::ts_add(back, super::timeline::WRITE_CATCH_UP)));
+                }
+            }
+        }
     }
 
     /// A pod-watch gap inside a span in which the pod provably was not written hid nothing: it
@@ -299,6 +323,7 @@ impl Observer {
                 },
                 from: None,
                 to: None,
+                back: None,
                 clock: GapClock::Node,
                 reason,
             });

@@ -152,6 +152,7 @@ impl Recording {
                     source: EvidenceSource::Events,
                     from: None,
                     to: None,
+                    back: None,
                     clock: Default::default(),
                     reason: "the recording has no events.watch.jsonl".into(),
                 }),

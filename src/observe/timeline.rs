@@ -149,6 +149,11 @@ pub enum GapClock {
     Node,
 }
 
+/// How long after the API server takes requests again the kubelet has written what happened
+/// while it could not: its status manager retries every pod whose status the API server lacks
+/// each `syncPeriod` (10 s); two periods, as the first retry may meet a server still starting.
+pub const WRITE_CATCH_UP: jiff::SignedDuration = jiff::SignedDuration::from_secs(20);
+
 /// A span in which a source delivered nothing, or nothing in real time: what happened inside
 /// it may be missing, and an item received right after it may have happened anywhere in it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -162,6 +167,12 @@ pub struct Gap {
     /// End (`None`: until the end of the observation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<Timestamp>,
+    /// For an API outage (an `Api` gap and its pod-watch and Event-watch copies): when the API
+    /// server took new requests again. Before it nobody could write about the pod; from it on
+    /// what the kubelet writes is seen, only late (the gap lasts until the node has settled, see
+    /// `run::health`). `None`: not an outage, or not recorded (see `Timeline::writes_resumed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back: Option<Timestamp>,
     #[serde(default)]
     pub clock: GapClock,
     /// Why, e.g. `503 ServiceUnavailable` or `events.watch.jsonl absent`.
@@ -654,6 +665,53 @@ impl Timeline {
     /// A pod-watch gap still open when the observation ended: the last state seen may be stale.
     pub fn pod_gap_at_end(&self) -> Option<&Gap> {
         self.pod_gaps().find(|g| g.to.is_none())
+    }
+
+    /// True when `g` is an API outage: the `Api` gap or one of its copies on the pod watch and
+    /// the Event watch (same span).
+    pub fn is_outage(&self, g: &Gap) -> bool {
+        g.source == EvidenceSource::Api
+            || g.back.is_some()
+            || self
+                .gaps
+                .iter()
+                .any(|a| a.source == EvidenceSource::Api && a.from == g.from && a.to == g.to)
+    }
+
+    /// When the API server took new requests again after the outage `g` (`None`: `g` is no
+    /// outage, or it never answered again in this observation). The outage's own record, or
+    /// earlier a stream of this case that came back inside it: a watch or log request answered
+    /// proves the API server took new requests then.
+    pub fn writes_resumed(&self, g: &Gap) -> Option<Timestamp> {
+        if !self.is_outage(g) {
+            return None;
+        }
+        let from = g.from?;
+        let recorded = self
+            .gaps
+            .iter()
+            .filter(|a| a.from == g.from && a.to == g.to)
+            .filter_map(|a| a.back);
+        let reconnected = self
+            .gaps
+            .iter()
+            .filter(|a| matches!(a.source, EvidenceSource::PodWatch | EvidenceSource::Events))
+            .filter(|a| a.clock == GapClock::Harness && !self.is_outage(a))
+            .filter_map(|a| a.to)
+            .filter(|t| *t > from && g.to.is_none_or(|e| *t <= e));
+        recorded.chain(reconnected).min()
+    }
+
+    /// The latest moment the observation is known to have lasted: its last received item.
+    pub fn observed_until(&self) -> Option<Timestamp> {
+        self.snapshots
+            .iter()
+            .map(|s| s.received)
+            .chain(self.events.iter().map(|e| e.received))
+            .chain(self.actions.iter().map(|a| a.done.unwrap_or(a.sent)))
+            .chain(self.unchanged.iter().copied())
+            .chain(self.deleted)
+            .max()
     }
 
     /// The time of the first item (used as the origin of relative times in reports).

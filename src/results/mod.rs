@@ -47,6 +47,10 @@ pub struct Cleanup {
     /// Set when the namespace could not be deleted or was still there at the deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leftover: Option<String>,
+    /// Its DELETE was accepted and it was terminating when the case ended: the end-of-run sweep
+    /// waits for it, then sets `deleted` or `leftover`.
+    #[serde(skip)]
+    pub terminating: bool,
 }
 
 /// One attempt of a case.

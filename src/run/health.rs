@@ -43,6 +43,9 @@ pub struct Outage {
     /// The same span on the monotonic clock, for waits.
     pub since: tokio::time::Instant,
     pub until: Option<tokio::time::Instant>,
+    /// When the API server answered again (the outage lasts on until the node has settled):
+    /// from then on the kubelet could write.
+    pub back: Option<Timestamp>,
     /// Why: the first failing probe's answer.
     pub reason: String,
 }
@@ -64,9 +67,31 @@ const KUBELET_STARTS_EVERY: u32 = 5;
 pub struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
     kubelet_starts: Mutex<Vec<KubeletStart>>,
+    /// A probe that fails is tried once more on a new connection, to tell a stalled connection
+    /// of podlife's own from an API server that takes no request.
+    fresh: Option<crate::cluster::FreshClient>,
 }
 
 impl ApiHealth {
+    pub fn new(fresh: Option<crate::cluster::FreshClient>) -> Self {
+        ApiHealth {
+            fresh,
+            ..ApiHealth::default()
+        }
+    }
+
+    /// Whether the API server answers on a connection of its own (`false`: it does not, or
+    /// there is no configuration to open one with).
+    async fn answers_afresh(&self) -> bool {
+        let Some(client) = self.fresh.as_ref().and_then(|f| f()) else {
+            return false;
+        };
+        matches!(
+            tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await,
+            Ok(Ok(_))
+        )
+    }
+
     /// Probes until the run ends (the task is aborted), recording every outage. `nodes` are the
     /// run's nodes: one of them not Ready soon after an outage extends it (see `NODE_AFTERMATH`).
     pub async fn probe(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
@@ -81,15 +106,26 @@ impl ApiHealth {
                 self.list_kubelet_starts(&client, &nodes, run_started).await;
             }
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
-            let mut failure = match answered {
+            let why = match answered {
                 Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(format!(
-                    "the API server took no new request ({})",
-                    crate::cluster::describe(&e)
-                )),
+                Ok(Err(e)) => Some(crate::cluster::describe(&e)),
                 Err(_) => Some(format!(
-                    "the API server took no new request (no answer to GET /version within {})",
+                    "no answer to GET /version within {}",
                     crate::util::fmt_secs(PROBE_TIMEOUT.as_secs_f64())
+                )),
+            };
+            // Which of the two it is changes the explanation only (podlife's view is lost either
+            // way), so it is asked once, when an outage opens.
+            let opening = self.down_now().is_none();
+            let mut failure = match why {
+                None => None,
+                Some(why) if opening && self.answers_afresh().await => Some(format!(
+                    "podlife's connection to the API server stalled ({why}; a new connection was \
+                     answered): podlife missed what was written meanwhile, the kubelet could write"
+                )),
+                Some(why) => Some(format!(
+                    "the API server took no new request ({why}): the kubelet could not write its \
+                     status or events"
                 )),
             };
             if failure.is_some() {
@@ -97,6 +133,7 @@ impl ApiHealth {
             } else if self.down_now().is_some() && recovered.is_none() {
                 recovered = Some(tokio::time::Instant::now());
             }
+            self.answered(failure.is_none());
             // The outage's aftermath: a run node the controller marked not Ready.
             if failure.is_none()
                 && recovered.is_some_and(|r| r.elapsed() < NODE_AFTERMATH)
@@ -128,6 +165,7 @@ impl ApiHealth {
                         to: None,
                         since: last_ok.1,
                         until: None,
+                        back: None,
                         reason: why,
                     }),
                     (Some(_), Some(_)) => {}
@@ -137,6 +175,19 @@ impl ApiHealth {
                 last_ok = now;
             }
             tokio::time::sleep(PERIOD).await;
+        }
+    }
+
+    /// Whether the API server answered this round's probe: an open outage learns when it
+    /// answered again, and forgets it if it stops answering before the outage ends.
+    fn answered(&self, ok: bool) {
+        let mut o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(x) = o.last_mut().filter(|x| x.to.is_none()) {
+            match (ok, x.back) {
+                (true, None) => x.back = Some(Timestamp::now()),
+                (false, Some(_)) => x.back = None,
+                _ => {}
+            }
         }
     }
 

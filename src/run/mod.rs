@@ -122,6 +122,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
                 started,
                 rt: &rt,
                 interrupts,
+                fresh: None,
             })
         }
         None => {
@@ -278,5 +279,6 @@ pub fn run_live(
         started,
         rt,
         interrupts,
+        fresh: cluster.fresh,
     }))
 }

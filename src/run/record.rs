@@ -356,6 +356,7 @@ impl Recorder {
                 source,
                 from: c.first,
                 to: c.last,
+                back: None,
                 clock,
                 reason: format!(
                     "not recorded: {dropped} inputs over the recording's cap of {} MiB per file",

@@ -2,19 +2,20 @@
 //! found (registry and label) and deleted, so nothing the run created outlives it unsaid.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 /// The end-of-run sweep: deletes (UID-checked) every namespace of this run that no case cleaned
-/// up, all at once and within one `cleanup_timeout`. Returns the leftovers.
+/// up, and waits for those still terminating, all at once and within one `cleanup_timeout`.
+/// Returns the leftovers, described, and the namespaces among them.
 pub(super) async fn sweep(
     client: kube::Client,
     run_id: &str,
     registered: BTreeMap<String, String>,
     handled: &BTreeSet<String>,
-    cleanup_timeout: Duration,
-    request_timeout: Duration,
-    outage_budget: Duration,
-) -> Vec<String> {
+    terminating: &BTreeSet<String>,
+    opts: &super::RunOptions,
+) -> (Vec<String>, BTreeSet<String>) {
+    let (cleanup_timeout, request_timeout, outage_budget) =
+        (opts.cleanup_timeout, opts.request_timeout, opts.api_outage_budget);
     let deadline = crate::util::after_tokio(cleanup_timeout);
     let mut todo = registered;
     // Listing costs one request and finds a namespace whose create answer never reached us. An
@@ -40,6 +41,10 @@ pub(super) async fn sweep(
     let mut leftovers = vec![];
     match list {
         Ok(Ok(found)) => {
+            // A registered namespace the list no longer has is gone (the list is one consistent
+            // view of the run's label): nothing to do for it.
+            let listed: BTreeSet<(String, String)> = found.iter().map(|n| (n.name.clone(), n.uid.clone())).collect();
+            todo.retain(|name, uid| listed.contains(&(name.clone(), uid.clone())));
             for n in found {
                 if !handled.contains(&n.name) && !todo.contains_key(&n.name) {
                     todo.insert(n.name, n.uid);
@@ -57,13 +62,24 @@ pub(super) async fn sweep(
         async move {
             let left = tokio::time::Instant::now();
             let wait = deadline.saturating_duration_since(left);
-            match api.delete_namespace(&uid, wait, outage_budget).await {
+            // A namespace whose case's DELETE was accepted is only waited for.
+            let gone = if terminating.contains(&ns) {
+                let backoff = crate::util::backoff::Backoff::new();
+                api.wait_namespace_gone(&uid, deadline, backoff).await
+            } else {
+                api.delete_namespace(&uid, wait, outage_budget).await
+            };
+            match gone {
                 Ok(true) => None,
-                Ok(false) => Some(format!("namespace {ns} still terminating")),
-                Err(e) => Some(format!("namespace {ns}: {e}")),
+                Ok(false) => Some((ns.clone(), format!("namespace {ns} still terminating"))),
+                Err(e) => Some((ns.clone(), format!("namespace {ns}: {e}"))),
             }
         }
     });
-    leftovers.extend(futures::future::join_all(deletes).await.into_iter().flatten());
-    leftovers
+    let mut left = BTreeSet::new();
+    for (ns, why) in futures::future::join_all(deletes).await.into_iter().flatten() {
+        left.insert(ns);
+        leftovers.push(why);
+    }
+    (leftovers, left)
 }

@@ -93,6 +93,8 @@ pub struct Execution<'a> {
     pub rt: &'a tokio::runtime::Runtime,
     /// Listening since before the preflight, so a signal during it is not lost.
     pub interrupts: Interrupts,
+    /// Live: makes clients on connections of their own, for the API probe (see `health`).
+    pub fresh: Option<crate::cluster::FreshClient>,
 }
 
 /// Runs every selected case (see `Execution`), sweeps the run's namespaces and sums it all up.
@@ -106,6 +108,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         started,
         rt,
         interrupts,
+        fresh,
     } = ex;
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
@@ -113,7 +116,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     // Live: probe the API once a second for the whole run (see `health`).
     let mut health_task = None;
     if let Source::Live(client) = &source {
-        let h = Arc::new(health::ApiHealth::default());
+        let h = Arc::new(health::ApiHealth::new(fresh));
         let nodes = fingerprint.nodes.iter().map(|n| n.name.clone()).collect();
         health_task = Some(rt.spawn(h.clone().probe(client.clone(), nodes)));
         env.api_health = Some(h);
@@ -311,7 +314,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     if printed.is_err() {
         eprintln!("warning: the console output stopped (stdout closed?); the run went on, see the reports");
     }
-    let cases = collect_reports(&slots, ignored_reports, running, printed.is_err());
+    let mut cases = collect_reports(&slots, ignored_reports, running, printed.is_err());
     // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
     // sweep checks it again: the run's leftovers are those the sweep finds at the end.
     let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
@@ -334,15 +337,31 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             .filter_map(|a| a.cleanup.namespace.clone())
             .collect();
         let registered = std::mem::take(&mut *live_namespaces.lock().expect("registry"));
-        leftovers.extend(rt.block_on(sweep::sweep(
+        let terminating: BTreeSet<String> = cases
+            .iter()
+            .flat_map(|c| &c.attempts)
+            .filter(|a| a.cleanup.terminating)
+            .filter_map(|a| a.cleanup.namespace.clone())
+            .collect();
+        let (left, left_namespaces) = rt.block_on(sweep::sweep(
             client.clone(),
             &run_id,
             registered,
             &handled,
-            opts.cleanup_timeout,
-            opts.request_timeout,
-            opts.api_outage_budget,
-        )));
+            &terminating,
+            opts,
+        ));
+        leftovers.extend(left);
+        // The namespaces the cases left terminating: gone now, or leftovers.
+        for a in cases.iter_mut().flat_map(|c| c.attempts.iter_mut()) {
+            let c = &mut a.cleanup;
+            if std::mem::take(&mut c.terminating) {
+                match c.namespace.as_ref().filter(|n| left_namespaces.contains(*n)) {
+                    Some(n) => c.leftover = Some(format!("namespace {n} still terminating at the end of the run")),
+                    None => c.deleted = true,
+                }
+            }
+        }
     }
     if let Some(t) = health_task {
         t.abort();

@@ -147,6 +147,7 @@ fn a_gaps_file_in_a_recording_is_read_and_judged() {
         source: EvidenceSource::Events,
         from: Some(killing - jiff::SignedDuration::from_secs(1)),
         to: Some(killing + jiff::SignedDuration::from_secs(2)),
+        back: None,
         clock: GapClock::Harness,
         reason: "503 ServiceUnavailable".into(),
     };
@@ -227,6 +228,7 @@ fn pod_watch_gap_hides_phases_and_makes_receive_time_marks_uncertain() {
         source: EvidenceSource::PodWatch,
         from: Some(from),
         to: None,
+        back: None,
         clock: GapClock::Harness,
         reason: "connection refused".into(),
     }));
@@ -300,6 +302,7 @@ fn pod_watch_down_at_the_end_leaves_final_state_undecided() {
         source: EvidenceSource::PodWatch,
         from: Some(last_pending + jiff::SignedDuration::from_millis(1)),
         to: None,
+        back: None,
         clock: GapClock::Harness,
         reason: "gave up after the outage budget".into(),
     }));
@@ -339,6 +342,7 @@ fn log_gap_makes_never_on_a_log_line_and_last_log_line_undecided() {
         },
         from: Some(cut),
         to: None,
+        back: None,
         clock: GapClock::Node,
         reason: "log stream lost".into(),
     }));

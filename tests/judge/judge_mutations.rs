@@ -409,6 +409,7 @@ fn statuses_and_rows_with_a_pod_watch_gap() {
         source: podlife::observe::EvidenceSource::PodWatch,
         from: Some(mid),
         to: Some(mid + jiff::SignedDuration::from_millis(500)),
+        back: None,
         clock: Default::default(),
         reason: "503 ServiceUnavailable".into(),
     });
@@ -438,6 +439,7 @@ fn events_gap() -> podlife::observe::Gap {
         source: podlife::observe::EvidenceSource::Events,
         from: None,
         to: None,
+        back: None,
         clock: Default::default(),
         reason: "events watch down (test)".into(),
     }
@@ -486,6 +488,7 @@ fn for_each_instance_is_undecided_over_an_instance_a_gap_hid() {
         },
         from: None,
         to: None,
+        back: None,
         clock: Default::default(),
         reason: "log stream of main#2 failed (test)".into(),
     });

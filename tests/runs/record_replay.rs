@@ -635,6 +635,7 @@ fn recorder_round_trips_every_input_kind_to_the_same_timeline() {
             source: EvidenceSource::Events,
             from: Some(from),
             to: None,
+            back: None,
             clock: Default::default(),
             reason: "503 ServiceUnavailable".into(),
         }),

@@ -406,6 +406,10 @@ pub struct FakeState {
     /// `(start, length)` after the first apply: every request fails to connect and every open
     /// stream (watch, log) breaks.
     pub outage: Option<(Duration, Duration)>,
+    /// `(start, length)` after the first apply: GET /version is not answered (held until the
+    /// window ends) while everything else is: a stalled connection of the client's own.
+    pub version_silent: Option<(Duration, Duration)>,
+    version_silent_window: Option<(Instant, Instant)>,
     /// After the outage, the first watch of each resource that resumes from a resourceVersion
     /// gets `410 Gone` ("too old resource version", as when etcd compacted during the outage),
     /// as an ERROR event in a 200 stream like a real API server: the watcher must re-list.
@@ -496,6 +500,17 @@ impl FakeState {
     /// The annotations a namespace was created with (Null when none).
     pub fn namespace_annotations(&self, name: &str) -> Value {
         self.namespaces.get(name).map_or(Value::Null, |n| n.annotations.clone())
+    }
+
+    /// DELETEs of namespaces whose name starts with `prefix` (not of objects in them).
+    pub fn namespace_deletes(&self, prefix: &str) -> usize {
+        let needle = format!("DELETE /api/v1/namespaces/{prefix}");
+        self.requests
+            .iter()
+            .filter(|r| {
+                r.starts_with(&needle) && !r.split('?').next().unwrap_or_default()[needle.len()..].contains('/')
+            })
+            .count()
     }
 
     /// Whether the namespace exists (not deleted, or still terminating).
@@ -678,6 +693,14 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
     let watch = q.get("watch").is_some_and(|v| v == "true" || v == "1");
     match (method.as_str(), seg.as_slice()) {
         ("GET", ["version"]) => {
+            let silent = st
+                .lock()
+                .unwrap()
+                .version_silent_window
+                .filter(|(a, b)| (*a..*b).contains(&Instant::now()));
+            if let Some((_, until)) = silent {
+                tokio::time::sleep_until(until.into()).await;
+            }
             let code = st.lock().unwrap().version_status.unwrap_or(200);
             if code != 200 {
                 return status(
@@ -876,6 +899,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 let a = Instant::now() + start;
                 s.outage_window = Some((a, a + len));
             }
+            if s.version_silent_window.is_none()
+                && let Some((start, len)) = s.version_silent
+            {
+                let a = Instant::now() + start;
+                s.version_silent_window = Some((a, a + len));
+            }
             if s.watch_break.is_none()
                 && let Some(at) = s.break_watches_at
             {
@@ -985,6 +1014,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], "ephemeralContainers": s.ephemeral_containers}}),
             )
         }
+        // The pods of a namespace stopped at once at the end of a case: nothing to do for a
+        // pod the fake plays from a recording.
+        ("DELETE", ["api", "v1", "namespaces", _, "pods"]) => json_resp(
+            200,
+            json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": []}),
+        ),
         ("DELETE", ["api", "v1", "namespaces", ns, "pods", name]) => {
             let mut s = st.lock().unwrap();
             s.delete_graces.push(body["gracePeriodSeconds"].as_i64());

@@ -3,8 +3,11 @@
 //! in the pod watch can prove that a mark did not occur inside the gap.
 //!
 //! Why: the pod watch is a sampled view. A gap hides the versions written while it lasted, but
-//! some fields are monotonic by the kubelet's and the API server's rules, and the first version
-//! after the gap then decides what the gap could have held:
+//! some fields are monotonic by the kubelet's and the API server's rules, and a version of the
+//! pod after the gap decides what the gap could have held, once the kubelet has caught up with
+//! writing what happened in it (after an API outage, some seconds after the API server answers
+//! again). Such a version is one received after that, one redelivered unchanged then, or the
+//! last one while the pod watch stayed up until the end of the observation:
 //! - `restartCount` only grows (the kubelet derives it from the runtime's containers, whose
 //!   restart-count label it carries over from one instance to the next): a count still below N
 //!   after the gap means it never reached N inside it;
@@ -16,30 +19,70 @@
 //! - an instance N of a container exists only once restartCount reached N, and the current
 //!   instance running proves it has not terminated.
 
-use crate::observe::{ContainerStatus, Gap, Snapshot, State, Timeline};
+use jiff::{SignedDuration, Timestamp};
+
+use crate::observe::{ContainerStatus, Gap, Snapshot, State, Timeline, WRITE_CATCH_UP};
 use crate::suite::model::*;
 use crate::suite::types::InstanceSel;
+use crate::util::ts_add;
 
-/// True when a snapshot received after the gap's end proves that the mark cannot lie inside it.
+/// How long a watch takes to deliver a version once written: milliseconds on a calm node,
+/// seconds at most on a loaded one.
+const DELIVERY: SignedDuration = SignedDuration::from_secs(5);
+
+/// From when the pod's stored state again includes everything the gap may have hidden: its end,
+/// or for an API outage the kubelet's catch-up after the API server answered again.
+fn caught_up(tl: &Timeline, g: &Gap) -> Option<Timestamp> {
+    let end = g.to?;
+    Some(match tl.writes_resumed(g) {
+        Some(back) => ts_add(back, WRITE_CATCH_UP).min(end),
+        None => end,
+    })
+}
+
+/// True when a snapshot of the pod's state after the gap has caught up proves that the mark
+/// cannot lie inside it.
 pub(super) fn disproved_after(spec: &MarkSpec, tl: &Timeline, g: &Gap) -> bool {
-    let Some(end) = g.to else { return false };
+    let Some(mut end) = caught_up(tl, g) else { return false };
+    // A gap that ends inside an outage or a kubelet restart is caught up only with it.
+    while let Some(later) = tl
+        .gaps
+        .iter()
+        .filter(|x| x.source.disturbs_timing() && x.from.is_none_or(|f| f <= end))
+        .filter_map(|x| caught_up(tl, x))
+        .filter(|e| *e > end)
+        .max()
+    {
+        end = later;
+    }
     // A version that changed nothing shows the state of the snapshot before it, at its time,
     // unless the kubelet could not write then (an API outage, a kubelet restart): it is then
     // only the last state written.
-    let writable = |t: &jiff::Timestamp| {
-        !tl.gaps
-            .iter()
-            .any(|g| g.source.disturbs_timing() && g.from.is_none_or(|f| f <= *t) && g.to.is_none_or(|e| *t <= e))
+    let writable = |t: &Timestamp| {
+        !tl.gaps.iter().any(|x| {
+            x.source.disturbs_timing() && x.from.is_none_or(|f| f <= *t) && caught_up(tl, x).is_none_or(|e| *t <= e)
+        })
     };
     let confirmed = tl
         .unchanged
         .iter()
         .filter(|t| **t >= end && writable(t))
         .filter_map(|t| tl.snapshots.iter().rev().find(|s| s.received <= *t));
+    // The last version stands until the observation's end when the pod watch was up all along
+    // from the catch-up on: nothing newer was written, so it is the state then.
+    let standing = tl.observed_until().filter(|u| {
+        *u >= ts_add(end, DELIVERY)
+            && writable(u)
+            && !tl
+                .pod_gaps()
+                .any(|x| !tl.is_outage(x) && x.overlaps(Some(end), Some(*u)))
+    });
+    let last = standing.and_then(|_| tl.snapshots.last());
     tl.snapshots
         .iter()
         .filter(|s| s.received >= end)
         .chain(confirmed)
+        .chain(last)
         .any(|s| disproves(spec, s))
 }
 
@@ -137,6 +180,7 @@ mod tests {
             source: EvidenceSource::PodWatch,
             from: Some(at(10)),
             to: Some(at(20)),
+            back: None,
             clock: Default::default(),
             reason: "watch: broken".into(),
         };
@@ -159,6 +203,46 @@ mod tests {
             reason: Some("CrashLoopBackOff".into()),
             message: None,
         }
+    }
+
+    fn restarts(count: u32) -> MarkSpec {
+        MarkSpec::Restarts(serde_json::from_value(serde_json::json!({"container": "main", "count": count})).unwrap())
+    }
+
+    #[test]
+    fn the_last_version_stands_once_the_kubelet_has_caught_up_after_an_outage() {
+        // Nobody could write from 10 s; the API server answered again at 20 s; the outage (with
+        // the node settling) lasts until 60 s. The pod watch stayed up; its last version is older.
+        let outage = |source| Gap {
+            source,
+            from: Some(at(10)),
+            to: Some(at(60)),
+            back: Some(at(20)),
+            clock: Default::default(),
+            reason: "the API server took no new request".into(),
+        };
+        let mut tl = Timeline {
+            snapshots: vec![snap(5, "Running", container(running(), 0, Some(0)))],
+            gaps: vec![outage(EvidenceSource::Api), outage(EvidenceSource::PodWatch)],
+            deleted: Some(at(100)),
+            ..Timeline::default()
+        };
+        let g = tl.gaps[1].clone();
+        assert!(disproved_after(&restarts(1), &tl, &g));
+        // Observed only until before the kubelet had caught up: a restart may not be written yet.
+        tl.deleted = Some(at(42));
+        assert!(!disproved_after(&restarts(1), &tl, &g));
+        // The pod watch broke after the catch-up and never came back: the version may be stale.
+        tl.deleted = Some(at(100));
+        tl.gaps.push(Gap {
+            source: EvidenceSource::PodWatch,
+            from: Some(at(70)),
+            to: None,
+            back: None,
+            clock: Default::default(),
+            reason: "watch: broken".into(),
+        });
+        assert!(!disproved_after(&restarts(1), &tl, &g));
     }
 
     #[test]

@@ -187,6 +187,7 @@ impl Observer {
                 source,
                 from: None,
                 to: None,
+                back: None,
                 clock: GapClock::Node,
                 reason: format!("the log fetch for #{from} returned #{h}'s lines only: #{from}'s {NEVER_READ}"),
             });
@@ -297,6 +298,7 @@ impl Observer {
                     source,
                     from: Some(dropped_time),
                     to: Some(dropped_time),
+                    back: None,
                     clock: GapClock::Node,
                     reason: format!(
                         "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",

@@ -133,6 +133,7 @@ impl Observer {
             source: EvidenceSource::PodWatch,
             from: created,
             to: Some(received),
+            back: None,
             clock: GapClock::Harness,
             reason: format!(
                 "the pod's first versions were not seen: the first one seen (resourceVersion {}) already had {}",

@@ -156,16 +156,59 @@ fn conclude(
         // Pass and undecided only: the evidence could not decide, the node did not fail.
         AttemptStatus::Undecided
     };
+    let unavailable = (status != AttemptStatus::Passed)
+        .then(|| image_unavailable(case, &tl))
+        .flatten();
     Attempt {
-        status,
+        status: if unavailable.is_some() {
+            AttemptStatus::Error
+        } else {
+            status
+        },
         verdicts,
-        error: None,
+        error: unavailable,
         started,
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
         cleanup: Cleanup::default(),
         timeline: Some(tl),
     }
+}
+
+/// Waiting reasons of a container whose image the node could not get.
+const PULL_FAILURES: [&str; 4] = [
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "InvalidImageName",
+    "ErrImageNeverPull",
+];
+
+/// A container whose image podlife substitutes (`${image.*}`: busybox, agnhost, or what the
+/// user gave with `--image`) that the node could not pull, described. Such an image is meant to
+/// be there: its absence is the registry's, the name's or the tag's, not the node's, so the case
+/// says so instead of judging the node on a pod that never ran. Images a case names literally
+/// (one that is meant not to exist, for ImagePullBackOff) are judged as usual.
+fn image_unavailable(case: &LoadedCase, tl: &Timeline) -> Option<String> {
+    let substituted: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| case.pod.pointer(&format!("/spec/{k}"))?.as_array())
+        .flatten()
+        .filter(|c| c["image"].as_str().is_some_and(|i| i.contains("${image.")))
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    tl.snapshots.iter().find_map(|s| {
+        s.containers.iter().find_map(|c| match &c.state {
+            crate::observe::State::Waiting {
+                reason: Some(r),
+                message,
+            } if PULL_FAILURES.contains(&r.as_str()) && substituted.contains(&c.name.as_str()) => Some(format!(
+                "the image of container {} could not be pulled ({r}: {}): it is unavailable to the node (check the registry and --image); no verdict on the node",
+                c.name,
+                message.as_deref().unwrap_or("no message")
+            )),
+            _ => None,
+        })
+    })
 }
 
 fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
@@ -234,17 +277,14 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     if keep {
         attempt.cleanup.kept = true;
     } else {
-        match api
-            .delete_namespace(&uid, env.cleanup_timeout, env.api_outage_budget)
-            .await
-        {
+        api.stop_pods_now().await;
+        // The DELETE only: the namespace controller then takes seconds to remove its objects
+        // and its finalizer (more with many namespaces going at once), time in which this
+        // case's slot would sit idle. The end-of-run sweep waits for every namespace still
+        // terminating, all at once.
+        match api.delete_namespace(&uid, Duration::ZERO, env.api_outage_budget).await {
             Ok(true) => attempt.cleanup.deleted = true,
-            Ok(false) => {
-                attempt.cleanup.leftover = Some(format!(
-                    "namespace {ns} still terminating after {}",
-                    crate::util::fmt_secs(env.cleanup_timeout.as_secs_f64())
-                ))
-            }
+            Ok(false) => attempt.cleanup.terminating = true,
             Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
         }
     }

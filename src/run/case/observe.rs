@@ -383,8 +383,9 @@ fn api_outage_gaps(obs: &mut Observer, env: &CaseEnv) {
                 source,
                 from: Some(o.from.max(created)),
                 to: Some(o.to.unwrap_or(now)),
+                back: o.back,
                 clock: crate::observe::GapClock::Harness,
-                reason: format!("{}: the kubelet could not write its status or events", o.reason),
+                reason: o.reason.clone(),
             }));
         }
     }
@@ -423,6 +424,7 @@ fn kubelet_restart_gaps(obs: &mut Observer, env: &CaseEnv) {
             source: EvidenceSource::Kubelet,
             from: Some(crate::util::ts_add(k.at, -KUBELET_DOWN_AT_MOST)),
             to: Some(crate::util::ts_add(k.at, KUBELET_START_UP)),
+            back: None,
             clock: crate::observe::GapClock::Node,
             reason: format!(
                 "the kubelet of {node} restarted (its Starting event {}): its back-off, probe state and pending work started over",

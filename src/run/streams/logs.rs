@@ -261,6 +261,7 @@ fn log_gap(source: &EvidenceSource, last: Option<Timestamp>, why: String) -> Gap
         source: source.clone(),
         from: last,
         to: None,
+        back: None,
         clock: GapClock::Node,
         reason: why,
     }

@@ -69,6 +69,7 @@ impl Link {
             source: self.source.clone(),
             from: self.ever_up.then_some(self.healthy_at),
             to: None,
+            back: None,
             clock: GapClock::Harness,
             reason: reason.to_string(),
         };
