@@ -370,7 +370,7 @@ impl CaseApi {
     /// a namespace of the same name that is not ours is never touched) and waits until it is
     /// gone. While the API is unavailable the DELETE is retried for up to `outage_budget` (or
     /// `wait`, if longer): an API server restart must not leave the namespace behind. Once the
-    /// DELETE is accepted, waiting for the namespace to go ends by `wait`. Returns false when the
+    /// DELETE is accepted, waiting for the namespace to go ends by `wait` (zero: no wait). Returns false when the
     /// namespace is still there at the end.
     pub async fn delete_namespace(
         &self,
@@ -421,6 +421,10 @@ impl CaseApi {
                 }
                 Err(e) => return Err(e),
             }
+        }
+        // Not waiting at all: no request for the wait either.
+        if wait.is_zero() {
+            return Ok(false);
         }
         self.wait_namespace_gone(uid, deadline, backoff).await
     }

@@ -861,3 +861,29 @@ fn n28_a_wait_for_a_dropped_event_is_undecided_and_a_changed_wait_is_judged_as_i
         &["the recorded run ended at a step the case no longer has"],
     );
 }
+
+/// A pod whose image podlife substitutes (`${image.busybox}`) that the node could not pull:
+/// the registry, name or tag is wrong, not the node, so the attempt is an error naming the
+/// image and the pull failure, not a failed verdict. A case whose manifest names an image that
+/// is meant not to exist is judged as usual on the same recording.
+#[test]
+fn an_unpullable_substituted_image_is_an_error_naming_it_not_a_node_failure() {
+    let rec = root().join("tests/fixtures/recordings/status-image-pull-backoff");
+    let a = podlife::run::case::replay_case(&builtin("restart-policy::restart-never-success"), &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Error, "{:#?}", a.verdicts);
+    let e = a.error.unwrap_or_default();
+    assert!(
+        e.contains("container main could not be pulled")
+            && (e.contains("ErrImagePull") || e.contains("ImagePullBackOff"))
+            && e.contains("no verdict on the node"),
+        "{e}"
+    );
+    let meant = podlife::run::case::replay_case(&builtin("status::status-image-pull-backoff"), &rec);
+    assert_eq!(
+        meant.status,
+        podlife::results::AttemptStatus::Passed,
+        "{:?} {:#?}",
+        meant.error,
+        meant.verdicts
+    );
+}
