@@ -59,6 +59,9 @@ pub enum Noise {
     Sync,
     /// Both ends are podlife's own actions: not node behaviour, never compared.
     Own,
+    /// The pod object going away: the kubelet deletes it at a status sync once its resources
+    /// are reclaimed.
+    Removal,
 }
 
 /// A mark's contribution: how it is read and what decides it.
@@ -234,6 +237,15 @@ fn gap_noise(from: &MarkSpec, to: &MarkSpec, same_process: bool, min: Option<f64
         return (
             Noise::Backoff,
             format!("one `{}` event to the next: a retry after a back-off step", b.reason),
+        );
+    }
+    // The pod object goes when the kubelet's status manager deletes it, at its first sync after
+    // the containers are gone and the volumes and cgroups reclaimed.
+    if matches!(to, MarkSpec::PodGone) {
+        return (
+            Noise::Removal,
+            "to the pod gone: the kubelet deletes the pod object at a status sync once its resources are reclaimed"
+                .into(),
         );
     }
     if same_process {

@@ -98,6 +98,16 @@ pub const MECHANISMS: &[Mechanism] = &[
         }],
     },
     Mechanism {
+        noise: Noise::Removal,
+        name: "pod removal",
+        // The status manager deletes the pod object once the containers are gone and the pod's
+        // volumes and cgroups reclaimed (housekeeping every 2 s); it checks at a status change
+        // and at its batch sync every 10 s, so the deletion comes 0-12 s after the last kill.
+        spread: Some(12.0),
+        why: "the kubelet deletes the pod object at a status sync (every 10 s, or on a change) once housekeeping (every 2 s) has reclaimed its volumes and cgroups",
+        allowances: &[],
+    },
+    Mechanism {
         noise: Noise::Own,
         name: "podlife's own actions",
         // The time between two of our own requests is our pacing (waits, retries), not the node's.
@@ -121,7 +131,14 @@ mod tests {
 
     #[test]
     fn every_noise_class_has_one_mechanism() {
-        for n in [Noise::Process, Noise::Kubelet, Noise::Backoff, Noise::Sync, Noise::Own] {
+        for n in [
+            Noise::Process,
+            Noise::Kubelet,
+            Noise::Backoff,
+            Noise::Sync,
+            Noise::Removal,
+            Noise::Own,
+        ] {
             assert_eq!(MECHANISMS.iter().filter(|m| m.noise == n).count(), 1, "{n:?}");
         }
     }
