@@ -512,7 +512,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 26, "bundle fixtures changed");
+    assert_eq!(out.len(), 27, "bundle fixtures changed");
     out
 }
 
