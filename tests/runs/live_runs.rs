@@ -575,6 +575,7 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "O1-h7smjxjb",
     "S1-9olqmt3j",
     "K1-sj57omz6",
+    "O3-oqu5p1uf",
 ];
 
 /// Cases whose container starts, in these bundles, took longer than the start allowance
