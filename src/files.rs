@@ -170,6 +170,51 @@ pub fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
     String::from_utf8(bytes).map_err(|e| FileError::new(path, Problem::NotUtf8(e.utf8_error().valid_up_to())))
 }
 
+/// Calls `f(line_number, line)` for each line of a regular UTF-8 text file of at most `limit`
+/// bytes, reading it a line at a time: a recording's watch stream can hold hundreds of MiB, and
+/// holding its whole text beside what is parsed from it doubles the memory for nothing. A
+/// leading byte order mark is dropped, as in `read_string`. `f`'s error stops the reading.
+pub fn for_each_line<E: From<FileError>>(
+    path: &Path,
+    limit: Limit,
+    mut f: impl FnMut(usize, &str) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, open(path, limit)?);
+    let mut buf = vec![];
+    let mut total: u64 = 0;
+    let mut n = 0;
+    // Offsets in errors count in the text without its byte order mark, as `read_string`'s do.
+    let mut bom = 0;
+    loop {
+        buf.clear();
+        let read = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| FileError::new(path, Problem::Io(e)))?;
+        if read == 0 {
+            return Ok(());
+        }
+        let at = total;
+        total += read as u64;
+        // The file grew between metadata() and the read.
+        if total > limit.bytes {
+            return Err(FileError::new(path, Problem::TooLarge { limit, size: total }).into());
+        }
+        n += 1;
+        let mut line: &[u8] = &buf;
+        if n == 1 && line.starts_with(b"\xEF\xBB\xBF") {
+            line = &line[3..];
+            bom = 3;
+        }
+        let start = (at + (read - line.len()) as u64 - bom) as usize;
+        let line = line.strip_suffix(b"\n").unwrap_or(line);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let text =
+            std::str::from_utf8(line).map_err(|e| FileError::new(path, Problem::NotUtf8(start + e.valid_up_to())))?;
+        f(n, text)?;
+    }
+}
+
 /// Like `read_string`, but an absent file is `Ok(None)` (a FIFO, a device or an over-long
 /// file is still an error, never taken for "absent").
 pub fn read_string_opt(path: &Path, limit: Limit) -> Result<Option<String>, FileError> {
@@ -231,5 +276,48 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(read_string_opt(&dir.path().join("nope"), SUITE).unwrap().is_none());
         assert!(read_string_opt(dir.path(), SUITE).is_err());
+    }
+
+    fn lines_of(p: &Path, limit: Limit) -> Result<Vec<(usize, String)>, FileError> {
+        let mut out = vec![];
+        for_each_line(p, limit, |n, l| {
+            out.push((n, l.to_string()));
+            Ok::<(), FileError>(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn lines_are_read_as_str_lines_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let text = "\u{FEFF}a\r\nb\n\nlast";
+        std::fs::write(&p, text).unwrap();
+        let got = lines_of(&p, SUITE).unwrap();
+        let want: Vec<(usize, String)> = read_string(&p, SUITE)
+            .unwrap()
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(got[0].1, "a");
+        // A non-UTF-8 byte is reported at the offset `read_string` gives, not following the BOM.
+        std::fs::write(&p, b"\xEF\xBB\xBFok\nx\xFFy\n").unwrap();
+        let (Err(a), Err(b)) = (lines_of(&p, SUITE), read_string(&p, SUITE)) else {
+            panic!("invalid UTF-8 was accepted")
+        };
+        assert_eq!(a.to_string(), b.to_string());
+        assert!(matches!(a.problem, Problem::NotUtf8(4)), "{a}");
+        // Over the limit: refused before a line is read.
+        std::fs::write(&p, "12345\n").unwrap();
+        let tiny = Limit {
+            what: "test file",
+            bytes: 3,
+        };
+        assert!(matches!(
+            lines_of(&p, tiny).unwrap_err().problem,
+            Problem::TooLarge { .. }
+        ));
     }
 }

@@ -33,7 +33,7 @@ pub(super) fn judge_cmd(args: JudgeArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let attempt = crate::run::case::replay_recording(case, &rec);
+        let attempt = crate::run::case::replay_recording(case, rec);
         let unfinished = match attempt.status {
             crate::results::AttemptStatus::Interrupted => Some("was interrupted"),
             crate::results::AttemptStatus::Error => Some("ended in a harness error"),

@@ -92,19 +92,23 @@ pub struct RecordedOutcome {
     pub closed: Option<Timestamp>,
 }
 
+/// One line of a watch stream. The object stays unparsed until the entry's type is known:
+/// kubectl's ERROR entries carry a `Status`, which is not the stream's kind of object.
 #[derive(Deserialize)]
-struct WatchLine {
+struct WatchLine<'a> {
     #[serde(default)]
     seq: Option<u64>,
     received: Timestamp,
-    event: WatchEvent,
+    #[serde(borrow)]
+    event: WatchEvent<'a>,
 }
 
 #[derive(Deserialize)]
-struct WatchEvent {
+struct WatchEvent<'a> {
     #[serde(rename = "type")]
     kind: String,
-    object: serde_json::Value,
+    #[serde(borrow)]
+    object: &'a serde_json::value::RawValue,
 }
 
 impl Recording {
@@ -120,31 +124,20 @@ impl Recording {
         let header = read_header(&dir.join("actions.jsonl"))?;
         // (seq, input): seq is set on every input of a podlife-made recording.
         let mut inputs: Vec<Numbered> = vec![];
-        for (seq, received, kind, obj, path, n) in read_watch(&pods_path)? {
-            let pod = serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not a Pod: {e}")))?;
-            inputs.push((
-                seq,
-                Input::Pod {
-                    received,
-                    kind,
-                    pod: Box::new(pod),
-                },
-            ));
-        }
+        read_watch(&pods_path, "a Pod", &mut inputs, |received, kind, pod| Input::Pod {
+            received,
+            kind,
+            pod: Box::new(pod),
+        })?;
         let events_path = dir.join("events.watch.jsonl");
         if events_path.exists() {
-            for (seq, received, kind, obj, path, n) in read_watch(&events_path)? {
-                let event =
-                    serde_json::from_value(obj).map_err(|e| bad(&path, format!("line {n}: not an Event: {e}")))?;
-                inputs.push((
-                    seq,
-                    Input::Event {
-                        received,
-                        kind,
-                        event: Box::new(event),
-                    },
-                ));
-            }
+            read_watch(&events_path, "an Event", &mut inputs, |received, kind, event| {
+                Input::Event {
+                    received,
+                    kind,
+                    event: Box::new(event),
+                }
+            })?;
         } else {
             inputs.push((
                 None,
@@ -191,12 +184,22 @@ impl Recording {
 
     /// Feeds every input through an `Observer` and returns the complete timeline.
     pub fn timeline(&self) -> Timeline {
+        self.observe(self.inputs.iter().cloned())
+    }
+
+    /// `timeline`, consuming the inputs: a long pod watch's pods are not held twice.
+    pub fn take_timeline(&mut self) -> Timeline {
+        let inputs = std::mem::take(&mut self.inputs);
+        self.observe(inputs.into_iter())
+    }
+
+    fn observe(&self, inputs: impl Iterator<Item = Input>) -> Timeline {
         let mut obs = Observer::new(
             self.outcome.pod.as_deref(),
             &format!("recording:{}", self.dir.display()),
         );
-        for i in &self.inputs {
-            obs.push(i.clone());
+        for i in inputs {
+            obs.push(i);
         }
         obs.finish()
     }
@@ -204,8 +207,6 @@ impl Recording {
 
 /// An input with its `seq` (set in podlife-made recordings).
 type Numbered = (Option<u64>, Input);
-
-type WatchRow = (Option<u64>, Timestamp, WatchKind, serde_json::Value, PathBuf, usize);
 
 /// Whether `actions.jsonl` opens with podlife's recording header (checking its format).
 fn read_header(path: &Path) -> Result<bool, RecordingError> {
@@ -274,21 +275,29 @@ fn order_by_seq(dir: &Path, inputs: Vec<Numbered>, actions: &ActionsRead) -> Res
     Ok(numbered.into_iter().map(|(_, i)| i).collect())
 }
 
-fn read_watch(path: &Path) -> Result<Vec<WatchRow>, RecordingError> {
-    let text = files::read_string(path, files::RECORDING)?;
-    let mut out = vec![];
-    for (i, line) in text.lines().enumerate() {
+/// Reads a watch stream a line at a time into inputs, each object parsed straight into its
+/// type (`what` names it in errors): a pod watch can hold hundreds of MiB of pods, so neither
+/// its whole text nor a generic JSON tree of it is kept.
+fn read_watch<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    out: &mut Vec<Numbered>,
+    input: impl Fn(Timestamp, WatchKind, T) -> Input,
+) -> Result<(), RecordingError> {
+    files::for_each_line(path, files::RECORDING, |n, line| {
         if line.trim().is_empty() {
-            continue;
+            return Ok(());
         }
-        let w: WatchLine = serde_json::from_str(line).map_err(|e| bad(path, format!("line {}: {e}", i + 1)))?;
+        let w: WatchLine = serde_json::from_str(line).map_err(|e| bad(path, format!("line {n}: {e}")))?;
         // kubectl prints ERROR/BOOKMARK entries too; they carry no object state for us.
         let Some(kind) = WatchKind::parse(&w.event.kind) else {
-            continue;
+            return Ok(());
         };
-        out.push((w.seq, w.received, kind, w.event.object, path.to_path_buf(), i + 1));
-    }
-    Ok(out)
+        let object =
+            serde_json::from_str(w.event.object.get()).map_err(|e| bad(path, format!("line {n}: not {what}: {e}")))?;
+        out.push((w.seq, input(w.received, kind, object)));
+        Ok(())
+    })
 }
 
 /// `gaps.jsonl`: one `Gap` per line (absent: no gaps).

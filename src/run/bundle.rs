@@ -142,8 +142,106 @@ pub fn extract(
     extract_in(archive, &std::env::temp_dir(), stop)
 }
 
+/// What one archive entry is, once its path and type have been checked.
+enum Member {
+    Dir(PathBuf),
+    File(PathBuf),
+    /// Long names and pax headers, handled by the tar reader itself.
+    Meta,
+}
+
+/// Checks entry `n`: a relative path without `..`, and a directory or a regular file.
+fn member<R: Read>(n: usize, entry: &tar::Entry<'_, R>) -> Result<Member, String> {
+    let path = entry
+        .path()
+        .map_err(|e| format!("entry {n}: bad path: {e}"))?
+        .to_path_buf();
+    let kind = entry.header().entry_type();
+    if matches!(kind, tar::EntryType::XGlobalHeader | tar::EntryType::XHeader) {
+        return Ok(Member::Meta);
+    }
+    if path.as_os_str().is_empty()
+        || !path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+    {
+        return Err(format!(
+            "entry `{}`: absolute or `..` paths are refused",
+            path.display()
+        ));
+    }
+    match kind {
+        tar::EntryType::Directory => Ok(Member::Dir(path)),
+        tar::EntryType::Regular | tar::EntryType::Continuous => Ok(Member::File(path)),
+        other => Err(format!(
+            "entry `{}`: {other:?} entries (links, devices) are refused",
+            path.display()
+        )),
+    }
+}
+
+fn entries_of(
+    archive: &Path,
+) -> Result<tar::Archive<GzDecoder<std::io::BufReader<std::io::Take<std::fs::File>>>>, String> {
+    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| e.to_string())?;
+    Ok(tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file))))
+}
+
+fn too_many() -> String {
+    format!("more than {MAX_ENTRIES} entries: refused")
+}
+
+fn too_big() -> String {
+    format!("unpacks to more than {} GiB: refused", MAX_TOTAL_BYTES >> 30)
+}
+
+/// Reads every header without writing anything (the data is only decompressed): an archive
+/// with too many entries, too much content, a link or an escaping path is refused before a
+/// single file is created, where unpacking half a million files only to remove them again
+/// would take a minute.
+fn scan(archive: &Path, stop: &dyn Fn() -> Option<super::interrupt::Interrupt>) -> Result<(), ExtractError> {
+    let label = archive.display().to_string();
+    let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
+    let mut ar = entries_of(archive).map_err(ExtractError::Bad)?;
+    let entries = ar.entries().map_err(|e| err(format!("not a tar.gz archive: {e}")))?;
+    let mut declared: u64 = 0;
+    let mut buf = vec![0u8; CHUNK];
+    for (n, entry) in entries.enumerate() {
+        if let Some(i) = stop() {
+            return Err(ExtractError::Interrupted(i));
+        }
+        if n >= MAX_ENTRIES {
+            return Err(err(too_many()));
+        }
+        let mut entry = entry.map_err(|e| err(format!("damaged archive: {e}")))?;
+        if let Member::File(path) = member(n, &entry).map_err(&err)? {
+            // The sizes the headers declare refuse a bomb before it is decompressed.
+            declared = declared.saturating_add(entry.size());
+            if declared > MAX_TOTAL_BYTES {
+                return Err(err(too_big()));
+            }
+            // The data is read here (the tar reader would skip it the same way), so that a
+            // signal ends the scan of one huge member at once.
+            loop {
+                let got = entry
+                    .read(&mut buf)
+                    .map_err(|e| err(format!("member `{}`: {e}", path.display())))?;
+                if got == 0 {
+                    break;
+                }
+                if let Some(i) = stop() {
+                    return Err(ExtractError::Interrupted(i));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `extract`, into a new folder under `parent`; `stop` is asked between entries and every
-/// 64 KiB, so a signal ends even the unpacking of one huge member at once.
+/// 64 KiB, so a signal ends even the unpacking of one huge member at once. The archive is
+/// scanned first (`scan`); the limits are checked again while writing, since the file could
+/// change in between.
 pub fn extract_in(
     archive: &Path,
     parent: &Path,
@@ -151,7 +249,8 @@ pub fn extract_in(
 ) -> Result<Extracted, ExtractError> {
     let label = archive.display().to_string();
     let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
-    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| ExtractError::Bad(e.to_string()))?;
+    scan(archive, stop)?;
+    let mut ar = entries_of(archive).map_err(ExtractError::Bad)?;
     let root = tempfile::Builder::new()
         .prefix("podlife-bundle-")
         .tempdir_in(parent)
@@ -162,41 +261,34 @@ pub fn extract_in(
         dir: root.path().to_path_buf(),
         root,
     };
-    let mut ar = tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file)));
     let mut total: u64 = 0;
     let entries = ar.entries().map_err(|e| err(format!("not a tar.gz archive: {e}")))?;
     let mut buf = vec![0u8; CHUNK];
+    // The last folder made for a file: members of one folder come together, so most files
+    // need no `create_dir_all` of their own.
+    let mut made: Option<PathBuf> = None;
     for (n, entry) in entries.enumerate() {
         if let Some(i) = stop() {
             return Err(ExtractError::Interrupted(i));
         }
         if n >= MAX_ENTRIES {
-            return Err(err(format!("more than {MAX_ENTRIES} entries: refused")));
+            return Err(err(too_many()));
         }
         let mut entry = entry.map_err(|e| err(format!("damaged archive: {e}")))?;
-        let path = entry
-            .path()
-            .map_err(|e| err(format!("entry {n}: bad path: {e}")))?
-            .to_path_buf();
-        if path.as_os_str().is_empty()
-            || !path
-                .components()
-                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-        {
-            return Err(err(format!(
-                "entry `{}`: absolute or `..` paths are refused",
-                path.display()
-            )));
-        }
-        let member = |e: std::io::Error| err(format!("member `{}`: {e}", path.display()));
-        let dest = ex.root.path().join(&path);
-        match entry.header().entry_type() {
-            tar::EntryType::Directory => {
-                std::fs::create_dir_all(&dest).map_err(member)?;
+        match member(n, &entry).map_err(&err)? {
+            Member::Meta => {}
+            Member::Dir(path) => {
+                let dest = ex.root.path().join(&path);
+                std::fs::create_dir_all(&dest).map_err(|e| err(format!("member `{}`: {e}", path.display())))?;
             }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if let Some(p) = dest.parent() {
+            Member::File(path) => {
+                let member = |e: std::io::Error| err(format!("member `{}`: {e}", path.display()));
+                let dest = ex.root.path().join(&path);
+                if let Some(p) = dest.parent()
+                    && made.as_deref() != Some(p)
+                {
                     std::fs::create_dir_all(p).map_err(member)?;
+                    made = Some(p.to_path_buf());
                 }
                 let mut out = std::fs::File::create(&dest).map_err(member)?;
                 loop {
@@ -206,24 +298,13 @@ pub fn extract_in(
                     }
                     total += got as u64;
                     if total > MAX_TOTAL_BYTES {
-                        return Err(err(format!(
-                            "unpacks to more than {} GiB: refused",
-                            MAX_TOTAL_BYTES >> 30
-                        )));
+                        return Err(err(too_big()));
                     }
                     out.write_all(&buf[..got]).map_err(member)?;
                     if let Some(i) = stop() {
                         return Err(ExtractError::Interrupted(i));
                     }
                 }
-            }
-            // Long names and pax headers are handled by the tar reader itself.
-            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
-            other => {
-                return Err(err(format!(
-                    "entry `{}`: {other:?} entries (links, devices) are refused",
-                    path.display()
-                )));
             }
         }
     }

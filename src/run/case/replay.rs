@@ -6,18 +6,18 @@ use super::*;
 /// Replays a case from a recording folder: same observer, same judge, same step checks.
 pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
     match Recording::read(dir) {
-        Ok(rec) => replay_recording(case, &rec),
+        Ok(rec) => replay_recording(case, rec),
         Err(e) => errored(e.to_string(), Timestamp::now(), Instant::now(), None),
     }
 }
 
 /// Judges a recording that was read: an attempt that did not finish live (interrupted, a
 /// harness error) stays so, with what it observed; a finished one is judged like live.
-pub fn replay_recording(case: &LoadedCase, rec: &Recording) -> Attempt {
+pub fn replay_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
+    let tl = rec.take_timeline();
     let dir = rec.dir.as_path();
-    let tl = rec.timeline();
     // How a recorded live attempt ended is a fact of that run: replay it as it was.
     let o = &rec.outcome;
     if o.interrupted {
