@@ -9,7 +9,13 @@ use super::*;
 /// `waitFor` whose mark could hide in a gap of the evidence is undecided, not failed.
 pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
     let (problem, waited) = steps_problem(case, tl)?;
-    let gap = waited.and_then(|r| mark_hidden(case, r, tl));
+    let gap = match waited {
+        Waited::Mark(r) => mark_hidden(case, r, tl),
+        Waited::TooShort => {
+            Some("the recording was made with an earlier version of the case, so it does not answer this one".into())
+        }
+        Waited::Other => None,
+    };
     Some(Verdict {
         index: usize::MAX,
         kind: "step".into(),
@@ -30,9 +36,27 @@ pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
     })
 }
 
-/// The first step the timeline contradicts, and the `waitFor` mark if that is the step.
-pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Option<&'a MarkRef>)> {
+/// What the first contradicted step was, for the verdict's outcome.
+pub(super) enum Waited<'a> {
+    /// A `waitFor` whose mark never came: a gap may have hidden it.
+    Mark(&'a MarkRef),
+    /// A `sleep` the recording did not wait out. Live, podlife always sleeps, so only a
+    /// recording made before the case had its `sleep` gets here: the case changed since.
+    TooShort,
+    Other,
+}
+
+/// Slack on a `sleep` between the previous step's mark (possibly read on the node's clock) and
+/// our next request (the harness clock): clock mixing, never a second.
+const SLEEP_SLACK: SignedDuration = SignedDuration::from_secs(1);
+
+/// The first step the timeline contradicts, and what kind of step it was.
+pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String, Waited<'a>)> {
     use crate::observe::ActionKind;
+    // When the previous step ended (its mark, or our request answered), and the earliest a
+    // request may follow a `sleep` after it.
+    let mut last_end: Option<Timestamp> = None;
+    let mut slept: Option<(usize, SignedDuration, Timestamp)> = None; // (step, sleep, from)
     let mut deletes = tl.actions.iter().filter(|a| a.kind == ActionKind::Delete);
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
     let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
@@ -42,17 +66,22 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
         .iter()
         .filter(|a| matches!(a.kind, ActionKind::UpdateObject | ActionKind::DeleteObject));
     for (i, s) in case.steps.iter().enumerate() {
+        // The request this step sent, if it is one.
+        let mut sent: Option<&crate::observe::Action> = None;
         let problem = match &s.value {
-            Step::WaitFor(w) => {
-                if let Err(why) = mark_occurred(case, &w.until, tl) {
+            Step::WaitFor(w) => match mark_occurred(case, &w.until, tl) {
+                Err(why) => {
                     return Some((
                         format!("steps[{i}] waitFor: the recording never reaches it: {why}"),
-                        Some(&w.until),
+                        Waited::Mark(&w.until),
                     ));
                 }
-                None
-            }
-            Step::Delete(d) => match deletes.next() {
+                Ok(hit) => {
+                    last_end = Some(hit.at);
+                    None
+                }
+            },
+            Step::Delete(d) => match deletes.next().inspect(|a| sent = Some(a)) {
                 None => Some(format!("steps[{i}] delete: the recording has no delete")),
                 Some(a) if a.grace_period_seconds != d.grace_period_seconds => Some(format!(
                     "steps[{i}] delete: grace override {:?} but the recording used {:?}",
@@ -60,9 +89,13 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                 )),
                 Some(_) => None,
             },
-            Step::Sleep(_) => None,
+            Step::Sleep(d) => {
+                let d = SignedDuration::try_from(d.0).unwrap_or(SignedDuration::MAX);
+                slept = last_end.map(|e| (i, d, e));
+                None
+            }
             // The same command in the same container.
-            Step::Exec(x) => match execs.next().and_then(|a| a.exec.as_ref()) {
+            Step::Exec(x) => match execs.next().inspect(|a| sent = Some(a)).and_then(|a| a.exec.as_ref()) {
                 None => Some(format!("steps[{i}] exec: the recording has no exec `{}`", x.name.value)),
                 Some(r)
                     if r.name != x.name.value || r.container != x.container.value || r.command != x.command.value =>
@@ -92,7 +125,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                     .or(o.delete.as_ref())
                     .map(|m| m.value.as_str())
                     .unwrap_or("");
-                match objects.next() {
+                match objects.next().inspect(|a| sent = Some(a)) {
                     None => Some(format!(
                         "steps[{i}] object: the recording has no object {verb} ({path})"
                     )),
@@ -106,7 +139,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
             // The same container, sent the same way (`debugger via patch`).
             Step::Ephemeral(e) => {
                 let want = format!("{} via {}", e.name(), e.via.as_str());
-                match ephemerals.next() {
+                match ephemerals.next().inspect(|a| sent = Some(a)) {
                     None => Some(format!(
                         "steps[{i}] ephemeral: the recording added no ephemeral container"
                     )),
@@ -117,7 +150,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                     Some(_) => None,
                 }
             }
-            Step::Patch(p) => match patches.next() {
+            Step::Patch(p) => match patches.next().inspect(|a| sent = Some(a)) {
                 None => Some(format!("steps[{i}] patch: the recording has no patch")),
                 Some(a) => {
                     // A run's timeline keeps the patch body; a different deadline is a different experiment.
@@ -137,7 +170,23 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
             },
         };
         if let Some(p) = problem {
-            return Some((p, None));
+            return Some((p, Waited::Other));
+        }
+        if let Some(a) = sent {
+            if let Some((si, d, before)) = slept.take()
+                && crate::util::ts_add(a.sent, SLEEP_SLACK) < crate::util::ts_add(before, d)
+            {
+                return Some((
+                    format!(
+                        "steps[{si}] sleep {}: the recording sent its next request {} after the step before, not {}",
+                        crate::util::fmt_secs(d.as_secs_f64()),
+                        crate::util::fmt_secs(a.sent.duration_since(before).as_secs_f64()),
+                        crate::util::fmt_secs(d.as_secs_f64())
+                    ),
+                    Waited::TooShort,
+                ));
+            }
+            last_end = Some(a.done.unwrap_or(a.sent));
         }
     }
     None

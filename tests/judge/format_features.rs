@@ -408,6 +408,33 @@ fn judge_checks_steps_against_the_recording() {
     assert!(out.contains("PASS [0] final phase Succeeded"), "{out}");
 }
 
+/// A `sleep` before a request is held against the recording: the recording deletes 8 s after it
+/// saw Running, so a case that sleeps 7 s there matches it, and one that sleeps 20 s is a later
+/// version of the case that this recording cannot answer (undecided, never failed).
+#[test]
+fn a_sleep_the_recording_did_not_wait_out_is_not_comparable() {
+    let tl = Recording::read(&rec("sigterm-ignored")).unwrap().timeline();
+    let steps = |sleep: &str| {
+        let case = load(&suite_yaml(
+            &rec("sigterm-ignored").join("manifest.yaml"),
+            &format!("- waitFor: {{until: {{phase: Running}}}}\n- sleep: {sleep}\n- delete: {{}}"),
+            "",
+            "- phase: Running",
+        ));
+        podlife::judge::steps_verdict(&case.spec, &tl)
+    };
+    assert!(steps("7s").is_none(), "{:?}", steps("7s"));
+    let v = steps("20s").expect("a 20 s sleep before a delete sent after 8 s");
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    assert!(
+        v.evidence
+            .starts_with("steps[1] sleep 20s: the recording sent its next request 8s after")
+            && v.evidence.contains("an earlier version of the case"),
+        "{}",
+        v.evidence
+    );
+}
+
 #[test]
 fn judge_json_prints_json_only() {
     for (case, code) in [("restart-never-success", 0), ("sigterm-ignored", 1)] {
