@@ -180,77 +180,89 @@ fn member<R: Read>(n: usize, entry: &tar::Entry<'_, R>) -> Result<Member, String
     }
 }
 
-fn entries_of(
-    archive: &Path,
-) -> Result<tar::Archive<GzDecoder<std::io::BufReader<std::io::Take<std::fs::File>>>>, String> {
-    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| e.to_string())?;
-    Ok(tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file))))
-}
+type Stop<'a> = &'a dyn Fn() -> Option<super::interrupt::Interrupt>;
 
-fn too_many() -> String {
-    format!("more than {MAX_ENTRIES} entries: refused")
-}
-
-fn too_big() -> String {
-    format!("unpacks to more than {} GiB: refused", MAX_TOTAL_BYTES >> 30)
-}
-
-/// Reads every header without writing anything (the data is only decompressed): an archive
-/// with too many entries, too much content, a link or an escaping path is refused before a
-/// single file is created, where unpacking half a million files only to remove them again
-/// would take a minute.
-fn scan(archive: &Path, stop: &dyn Fn() -> Option<super::interrupt::Interrupt>) -> Result<(), ExtractError> {
+/// Walks the archive: at most `MAX_ENTRIES` entries and `MAX_TOTAL_BYTES` of content (the
+/// sizes the headers declare refuse a bomb before it is decompressed), each entry checked
+/// (`member`), `stop` asked before each entry and after each 64 KiB so that a signal ends even
+/// one huge member at once. With `into`, the entries are written below it; without, they are
+/// only read: the scan that refuses a bad archive before a single file is created (unpacking
+/// half a million files only to remove them again takes a minute).
+fn walk(archive: &Path, stop: Stop<'_>, into: Option<&Path>) -> Result<(), ExtractError> {
     let label = archive.display().to_string();
     let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
-    let mut ar = entries_of(archive).map_err(ExtractError::Bad)?;
+    let file = crate::files::open(archive, crate::files::BUNDLE).map_err(|e| ExtractError::Bad(e.to_string()))?;
+    let mut ar = tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file)));
     let entries = ar.entries().map_err(|e| err(format!("not a tar.gz archive: {e}")))?;
-    let mut declared: u64 = 0;
+    let too_big = || err(format!("unpacks to more than {} GiB: refused", MAX_TOTAL_BYTES >> 30));
     let mut buf = vec![0u8; CHUNK];
+    let (mut declared, mut total) = (0u64, 0u64);
+    // The last folder made for a file: members of one folder come together, so most files
+    // need no `create_dir_all` of their own.
+    let mut made: Option<PathBuf> = None;
     for (n, entry) in entries.enumerate() {
         if let Some(i) = stop() {
             return Err(ExtractError::Interrupted(i));
         }
         if n >= MAX_ENTRIES {
-            return Err(err(too_many()));
+            return Err(err(format!("more than {MAX_ENTRIES} entries: refused")));
         }
         let mut entry = entry.map_err(|e| err(format!("damaged archive: {e}")))?;
-        if let Member::File(path) = member(n, &entry).map_err(&err)? {
-            // The sizes the headers declare refuse a bomb before it is decompressed.
-            declared = declared.saturating_add(entry.size());
-            if declared > MAX_TOTAL_BYTES {
-                return Err(err(too_big()));
+        let path = match member(n, &entry).map_err(&err)? {
+            Member::Meta => continue,
+            Member::Dir(path) => {
+                if let Some(into) = into {
+                    std::fs::create_dir_all(into.join(&path))
+                        .map_err(|e| err(format!("member `{}`: {e}", path.display())))?;
+                }
+                continue;
             }
-            // The data is read here (the tar reader would skip it the same way), so that a
-            // signal ends the scan of one huge member at once.
-            loop {
-                let got = entry
-                    .read(&mut buf)
-                    .map_err(|e| err(format!("member `{}`: {e}", path.display())))?;
-                if got == 0 {
-                    break;
+            Member::File(path) => path,
+        };
+        let failed = |e: std::io::Error| err(format!("member `{}`: {e}", path.display()));
+        declared = declared.saturating_add(entry.size());
+        if declared > MAX_TOTAL_BYTES {
+            return Err(too_big());
+        }
+        let mut out = match into {
+            None => None,
+            Some(into) => {
+                let dest = into.join(&path);
+                if let Some(p) = dest.parent()
+                    && made.as_deref() != Some(p)
+                {
+                    std::fs::create_dir_all(p).map_err(failed)?;
+                    made = Some(p.to_path_buf());
                 }
-                if let Some(i) = stop() {
-                    return Err(ExtractError::Interrupted(i));
-                }
+                Some(std::fs::File::create(&dest).map_err(failed)?)
+            }
+        };
+        loop {
+            let got = entry.read(&mut buf).map_err(failed)?;
+            if got == 0 {
+                break;
+            }
+            total += got as u64;
+            if total > MAX_TOTAL_BYTES {
+                return Err(too_big());
+            }
+            if let Some(out) = &mut out {
+                out.write_all(&buf[..got]).map_err(failed)?;
+            }
+            if let Some(i) = stop() {
+                return Err(ExtractError::Interrupted(i));
             }
         }
     }
     Ok(())
 }
 
-/// `extract`, into a new folder under `parent`; `stop` is asked between entries and every
-/// 64 KiB, so a signal ends even the unpacking of one huge member at once. The archive is
-/// scanned first (`scan`); the limits are checked again while writing, since the file could
-/// change in between.
-pub fn extract_in(
-    archive: &Path,
-    parent: &Path,
-    stop: &dyn Fn() -> Option<super::interrupt::Interrupt>,
-) -> Result<Extracted, ExtractError> {
+/// `extract`, into a new folder under `parent`. The archive is scanned first; the limits are
+/// checked again while writing, since the file could change in between.
+pub fn extract_in(archive: &Path, parent: &Path, stop: Stop<'_>) -> Result<Extracted, ExtractError> {
     let label = archive.display().to_string();
     let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
-    scan(archive, stop)?;
-    let mut ar = entries_of(archive).map_err(ExtractError::Bad)?;
+    walk(archive, stop, None)?;
     let root = tempfile::Builder::new()
         .prefix("podlife-bundle-")
         .tempdir_in(parent)
@@ -261,53 +273,7 @@ pub fn extract_in(
         dir: root.path().to_path_buf(),
         root,
     };
-    let mut total: u64 = 0;
-    let entries = ar.entries().map_err(|e| err(format!("not a tar.gz archive: {e}")))?;
-    let mut buf = vec![0u8; CHUNK];
-    // The last folder made for a file: members of one folder come together, so most files
-    // need no `create_dir_all` of their own.
-    let mut made: Option<PathBuf> = None;
-    for (n, entry) in entries.enumerate() {
-        if let Some(i) = stop() {
-            return Err(ExtractError::Interrupted(i));
-        }
-        if n >= MAX_ENTRIES {
-            return Err(err(too_many()));
-        }
-        let mut entry = entry.map_err(|e| err(format!("damaged archive: {e}")))?;
-        match member(n, &entry).map_err(&err)? {
-            Member::Meta => {}
-            Member::Dir(path) => {
-                let dest = ex.root.path().join(&path);
-                std::fs::create_dir_all(&dest).map_err(|e| err(format!("member `{}`: {e}", path.display())))?;
-            }
-            Member::File(path) => {
-                let member = |e: std::io::Error| err(format!("member `{}`: {e}", path.display()));
-                let dest = ex.root.path().join(&path);
-                if let Some(p) = dest.parent()
-                    && made.as_deref() != Some(p)
-                {
-                    std::fs::create_dir_all(p).map_err(member)?;
-                    made = Some(p.to_path_buf());
-                }
-                let mut out = std::fs::File::create(&dest).map_err(member)?;
-                loop {
-                    let got = entry.read(&mut buf).map_err(member)?;
-                    if got == 0 {
-                        break;
-                    }
-                    total += got as u64;
-                    if total > MAX_TOTAL_BYTES {
-                        return Err(err(too_big()));
-                    }
-                    out.write_all(&buf[..got]).map_err(member)?;
-                    if let Some(i) = stop() {
-                        return Err(ExtractError::Interrupted(i));
-                    }
-                }
-            }
-        }
-    }
+    walk(archive, stop, Some(ex.root.path()))?;
     let mut runs: Vec<PathBuf> = std::fs::read_dir(ex.root.path())
         .map_err(|e| err(e.to_string()))?
         .flatten()
@@ -393,6 +359,29 @@ mod tests {
     /// Issue 22.4 / 19.11: an unpacking stopped by a signal (here: the second look at `stop`,
     /// in the middle of a member) leaves nothing in the temp dir, and no error names it.
     #[test]
+    fn a_bad_entry_is_refused_before_anything_is_written() {
+        let bytes = tar_gz(&[
+            ("abc/summary.json", b"{}", tar::EntryType::Regular),
+            ("abc/data.bin", &[0u8; 1000], tar::EntryType::Regular),
+            ("abc/link", b"", tar::EntryType::Symlink),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("x.tar.gz");
+        std::fs::write(&archive, bytes).unwrap();
+        let parent = dir.path().join("tmp");
+        std::fs::create_dir(&parent).unwrap();
+        // `stop` is asked throughout: it sees whether a folder was ever made.
+        let made = std::cell::Cell::new(false);
+        let stop = || {
+            made.set(made.get() || std::fs::read_dir(&parent).unwrap().count() > 0);
+            None
+        };
+        let e = extract_in(&archive, &parent, &stop).unwrap_err();
+        assert!(e.to_string().contains("entry `abc/link`: Symlink entries"), "{e}");
+        assert!(!made.get(), "a folder was made before the archive was refused");
+    }
+
+    #[test]
     fn an_interrupted_extraction_removes_its_folder() {
         let big = vec![0u8; 4 * CHUNK];
         let bytes = tar_gz(&[
@@ -404,11 +393,14 @@ mod tests {
         std::fs::write(&archive, bytes).unwrap();
         let parent = dir.path().join("tmp");
         std::fs::create_dir(&parent).unwrap();
-        let looks = std::cell::Cell::new(0);
-        let stop = || {
-            looks.set(looks.get() + 1);
-            (looks.get() > 2).then_some(crate::run::interrupt::SIGTERM)
+        // The signal comes once unpacking has written something (after the scan).
+        let written = || {
+            std::fs::read_dir(&parent)
+                .unwrap()
+                .flatten()
+                .any(|d| std::fs::read_dir(d.path()).is_ok_and(|mut e| e.next().is_some()))
         };
+        let stop = || written().then_some(crate::run::interrupt::SIGTERM);
         let r = extract_in(&archive, &parent, &stop);
         assert_eq!(
             r.unwrap_err(),
