@@ -66,6 +66,10 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             continue;
         }
         let ((la, a), (lb, b)) = (&w[0], &w[1]);
+        let fail = |why: String| match restarted_before(tl, a, b) {
+            Some(g) => reset(&why, g),
+            None => fail(why),
+        };
         // Two streams (or two clocks): only what their uncertainty intervals separate is an
         // order; a measured inversion inside the overlap is two writers racing, or two
         // deliveries, never proof against the node.
@@ -131,6 +135,25 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
         })
         .collect();
     j
+}
+
+/// A kubelet restart before the later of two marks the kubelet wrote: what it held in memory
+/// (image pull and crash-loop back-off, probe results) started over there, so the order of
+/// the statuses and events that follow is not the one a running kubelet keeps.
+fn restarted_before<'a>(tl: &'a Timeline, a: &Hit, b: &Hit) -> Option<&'a crate::observe::Gap> {
+    let kubelets = |h: &Hit| matches!(h.stream, Stream::PodWatch | Stream::Events | Stream::Status);
+    if !(kubelets(a) && kubelets(b)) {
+        return None;
+    }
+    let later = a.at.max(b.at);
+    tl.gaps
+        .iter()
+        .find(|g| g.source == EvidenceSource::Kubelet && g.from.is_some_and(|f| f < later))
+}
+
+/// An order that failed across a kubelet restart: undecided, naming the restart.
+fn reset(why: &str, g: &crate::observe::Gap) -> J {
+    undecided(format!("{why}; undecided: {}", g.describe())).with(Fact::KubeletRestarted)
 }
 
 /// Where a hit's true instant may lie: its own span, widened by the span a gap leaves it

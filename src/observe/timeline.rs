@@ -211,6 +211,12 @@ impl Gap {
             )
         };
         let what = self.source.label();
+        // A kubelet restart loses no evidence: it resets what the kubelet held in memory.
+        if self.source == EvidenceSource::Kubelet
+            && let (Some(f), Some(t)) = (self.from, self.to)
+        {
+            return format!("{} between {} and {}", self.reason, hms(f), hms(t));
+        }
         let span = match (self.from, self.to, self.clock) {
             (None, None, _) => format!("{what} never available"),
             (Some(f), None, GapClock::Node) => format!("{what} incomplete after its line of {}", hms(f)),

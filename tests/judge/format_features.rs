@@ -195,6 +195,45 @@ fn log_equals_with_a_template() {
     fails_with(&v[1], "observed 0");
 }
 
+/// A kubelet restart resets its image pull back-off (held in memory): after the restart the
+/// kubelet pulled again at once, so the second ErrImagePull came before any ImagePullBackOff
+/// (vm2's kubelet restarted 60 s into a live run). Across the restart the order is undecided,
+/// naming it; the same statuses without a restart are a node that does not back off.
+#[test]
+fn an_order_across_a_kubelet_restart_is_undecided_and_without_one_fails() {
+    let case = podlife::suite::load_suites(&[root().join("suites/status.yaml")]).unwrap()[0]
+        .cases
+        .iter()
+        .find(|c| c.name() == "status-image-pull-backoff")
+        .unwrap()
+        .clone();
+    let order = |tl: &Timeline| {
+        judge_case(&case.spec, tl)
+            .into_iter()
+            .find(|v| v.kind == "order")
+            .unwrap()
+    };
+    let tl = live("status-image-pull-backoff-kubelet-restart.json");
+    let v = order(&tl);
+    assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+    assert!(
+        v.evidence.contains("came 26.998s later")
+            && v.evidence
+                .contains("undecided: the kubelet of vm2 restarted (its Starting event 11:16:49.000)"),
+        "{}",
+        v.evidence
+    );
+    assert!(v.facts.contains(&Fact::KubeletRestarted), "{:?}", v.facts);
+    assert!(
+        judge_case(&case.spec, &tl).iter().all(|v| v.outcome != Outcome::Fail),
+        "nothing fails across the restart"
+    );
+    let mut without = tl.clone();
+    without.gaps.clear();
+    let v = order(&without);
+    assert_eq!(v.outcome, Outcome::Fail, "{}", v.evidence);
+}
+
 #[test]
 fn termination_message_equals_on_a_live_timeline() {
     // termination-message-file writes "config invalid: missing key\n" to /dev/termination-log
