@@ -356,8 +356,18 @@ mod tests {
         assert!(!root.exists(), "temporary folder removed on drop");
     }
 
-    /// Issue 22.4 / 19.11: an unpacking stopped by a signal (here: the second look at `stop`,
-    /// in the middle of a member) leaves nothing in the temp dir, and no error names it.
+    /// `bytes` written as `x.tar.gz` in a new folder, beside an empty `tmp/` to unpack into.
+    fn archive_and_parent(bytes: &[u8]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("x.tar.gz");
+        std::fs::write(&archive, bytes).unwrap();
+        let parent = dir.path().join("tmp");
+        std::fs::create_dir(&parent).unwrap();
+        (dir, archive, parent)
+    }
+
+    /// A link, however late in the archive, is refused before a folder is made: the scan reads
+    /// every header first.
     #[test]
     fn a_bad_entry_is_refused_before_anything_is_written() {
         let bytes = tar_gz(&[
@@ -365,11 +375,7 @@ mod tests {
             ("abc/data.bin", &[0u8; 1000], tar::EntryType::Regular),
             ("abc/link", b"", tar::EntryType::Symlink),
         ]);
-        let dir = tempfile::tempdir().unwrap();
-        let archive = dir.path().join("x.tar.gz");
-        std::fs::write(&archive, bytes).unwrap();
-        let parent = dir.path().join("tmp");
-        std::fs::create_dir(&parent).unwrap();
+        let (_dir, archive, parent) = archive_and_parent(&bytes);
         // `stop` is asked throughout: it sees whether a folder was ever made.
         let made = std::cell::Cell::new(false);
         let stop = || {
@@ -381,6 +387,8 @@ mod tests {
         assert!(!made.get(), "a folder was made before the archive was refused");
     }
 
+    /// An unpacking stopped by a signal once it has written something leaves nothing in the
+    /// temp dir, and no error names it.
     #[test]
     fn an_interrupted_extraction_removes_its_folder() {
         let big = vec![0u8; 4 * CHUNK];
@@ -388,11 +396,7 @@ mod tests {
             ("abc/big.bin", big.as_slice(), tar::EntryType::Regular),
             ("abc/summary.json", b"{}", tar::EntryType::Regular),
         ]);
-        let dir = tempfile::tempdir().unwrap();
-        let archive = dir.path().join("x.tar.gz");
-        std::fs::write(&archive, bytes).unwrap();
-        let parent = dir.path().join("tmp");
-        std::fs::create_dir(&parent).unwrap();
+        let (_dir, archive, parent) = archive_and_parent(&bytes);
         // The signal comes once unpacking has written something (after the scan).
         let written = || {
             std::fs::read_dir(&parent)

@@ -21,6 +21,16 @@ fn problems(yaml: &str) -> String {
     }
 }
 
+/// A built-in case of `suites/status.yaml`, by name.
+fn status_case(name: &str) -> podlife::suite::LoadedCase {
+    podlife::suite::load_suites(&[root().join("suites/status.yaml")]).unwrap()[0]
+        .cases
+        .iter()
+        .find(|c| c.name() == name)
+        .unwrap()
+        .clone()
+}
+
 /// A timeline of a live run on the reference node (tests/fixtures/timelines).
 fn live(name: &str) -> Timeline {
     let text = std::fs::read_to_string(root().join("tests/fixtures/timelines").join(name)).unwrap();
@@ -201,12 +211,7 @@ fn log_equals_with_a_template() {
 /// naming it; the same statuses without a restart are a node that does not back off.
 #[test]
 fn an_order_across_a_kubelet_restart_is_undecided_and_without_one_fails() {
-    let case = podlife::suite::load_suites(&[root().join("suites/status.yaml")]).unwrap()[0]
-        .cases
-        .iter()
-        .find(|c| c.name() == "status-image-pull-backoff")
-        .unwrap()
-        .clone();
+    let case = status_case("status-image-pull-backoff");
     let order = |tl: &Timeline| {
         judge_case(&case.spec, tl)
             .into_iter()
@@ -828,12 +833,7 @@ fn rce_timeline() -> Timeline {
 
 #[test]
 fn run_container_error_case_agrees_with_the_kubelet_source() {
-    let case = podlife::suite::load_suites(&[root().join("suites/status.yaml")]).unwrap()[0]
-        .cases
-        .iter()
-        .find(|c| c.name() == "status-run-container-error")
-        .unwrap()
-        .clone();
+    let case = status_case("status-run-container-error");
     let tl = rce_timeline();
     assert!(podlife::judge::steps_verdict(&case.spec, &tl).is_none());
     for v in judge_case(&case.spec, &tl) {
