@@ -107,6 +107,7 @@ fn uncertainty(spec: &MarkSpec, hit: &Hit, tl: &Timeline) -> Option<Uncertain> {
         MarkSpec::LastLogLine(_) | MarkSpec::TickStopped(_) => later(hiding_gaps(spec, tl, None), hit),
         // Status times are the kubelet's own record: late delivery does not move them.
         MarkSpec::ContainerStarted(_) | MarkSpec::ContainerTerminated(_) | MarkSpec::Action(_) => None,
+        MarkSpec::ActiveDeadline if hit.clock == Clock::Node => None,
         // Receive times: the first sighting may come right after a gap that hid the change.
         _ => {
             let prev = tl.snapshots.iter().map(|s| s.received).filter(|r| *r < hit.at).max();
@@ -138,6 +139,50 @@ fn later(gs: Vec<&Gap>, hit: &Hit) -> Option<Uncertain> {
     Some(Uncertain {
         gap: first.describe(),
         span: (Some(hit.at), end),
+    })
+}
+
+/// When the pod's active deadline ran out, as the kubelet counts it (`pastActiveDeadline`):
+/// `status.startTime` plus `spec.activeDeadlineSeconds`. A deadline set (by an update) when it
+/// was already past runs out when the kubelet learns of it, which the first snapshot carrying
+/// it stands for. startTime is truncated to the second, so the true expiry lies within the
+/// second after the computed one.
+fn active_deadline(tl: &Timeline) -> Result<Hit, String> {
+    // The deadline the pod ended with, and when it was first seen with that value (a running
+    // pod's deadline can only be set or shortened).
+    let deadline = tl
+        .snapshots
+        .iter()
+        .rev()
+        .find_map(|s| s.active_deadline_seconds)
+        .ok_or("the pod never had an activeDeadlineSeconds")?;
+    let set = tl
+        .snapshots
+        .iter()
+        .find(|s| s.active_deadline_seconds == Some(deadline))
+        .map(|s| s.received)
+        .unwrap_or_default();
+    let start = tl
+        .snapshots
+        .iter()
+        .find_map(|s| s.start_time)
+        .ok_or("the pod never had a status.startTime")?;
+    let due = crate::util::ts_add(start, SignedDuration::from_secs(deadline));
+    let desc = format!("startTime {} + activeDeadlineSeconds {deadline}", hms(start));
+    Ok(if due >= set {
+        Hit::new(due, SECOND, Clock::Node, format!("{desc} = {}", hms(due))).because(STATUS_CAUSE)
+    } else {
+        Hit::new(
+            set,
+            ZERO,
+            Clock::Harness,
+            format!(
+                "{desc} = {}, already past when the deadline was first seen {}",
+                hms(due),
+                hms(set)
+            ),
+        )
+        .pod_watch()
     })
 }
 
@@ -448,6 +493,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
         }
+        MarkSpec::ActiveDeadline => active_deadline(tl),
         MarkSpec::PodGone => tl
             .deleted
             .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
@@ -621,4 +667,52 @@ pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
     };
     hits.sort_by_key(|h| h.at);
     hits
+}
+
+#[cfg(test)]
+mod active_deadline_tests {
+    use super::*;
+    use crate::observe::Snapshot;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    /// A pod version received at `s` with its startTime and deadline.
+    fn snap(s: i64, start: Option<i64>, deadline: Option<i64>) -> Snapshot {
+        serde_json::from_value(serde_json::json!({
+            "received": at(s),
+            "watch": "MODIFIED",
+            "startTime": start.map(at),
+            "activeDeadlineSeconds": deadline,
+        }))
+        .unwrap()
+    }
+
+    fn resolve_in(snaps: Vec<Snapshot>) -> Result<Hit, String> {
+        let tl = Timeline {
+            snapshots: snaps,
+            ..Timeline::default()
+        };
+        resolve_raw(&MarkSpec::ActiveDeadline, &tl)
+    }
+
+    #[test]
+    fn a_deadline_set_in_time_runs_out_at_start_plus_deadline_on_the_nodes_clock() {
+        let h = resolve_in(vec![snap(0, Some(0), None), snap(1, Some(0), Some(5))]).unwrap();
+        assert_eq!((h.at, h.clock, h.precision), (at(5), Clock::Node, SECOND));
+    }
+
+    #[test]
+    fn a_deadline_already_past_when_set_runs_out_when_it_is_seen() {
+        let h = resolve_in(vec![snap(0, Some(0), None), snap(8, Some(0), Some(5))]).unwrap();
+        assert_eq!((h.at, h.clock, h.precision), (at(8), Clock::Harness, ZERO));
+        assert!(h.what.contains("already past"), "{}", h.what);
+    }
+
+    #[test]
+    fn no_deadline_or_no_start_is_no_mark() {
+        assert!(resolve_in(vec![snap(0, Some(0), None)]).is_err());
+        assert!(resolve_in(vec![snap(0, None, Some(5))]).is_err());
+    }
 }

@@ -89,8 +89,10 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                 )),
                 Some(_) => None,
             },
+            // A pacing sleep changes no expectation's answer: a recording without it is judged.
+            Step::Sleep(d) if d.pacing => None,
             Step::Sleep(d) => {
-                let d = SignedDuration::try_from(d.0).unwrap_or(SignedDuration::MAX);
+                let d = SignedDuration::try_from(d.r#for.0).unwrap_or(SignedDuration::MAX);
                 slept = last_end.map(|e| (i, d, e));
                 None
             }

@@ -311,6 +311,13 @@ pub struct Snapshot {
     /// `status.qosClass`: Guaranteed, Burstable or BestEffort.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos_class: Option<String>,
+    /// `status.startTime`: when the kubelet first acknowledged the pod (whole seconds, node
+    /// clock); the active deadline counts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Timestamp>,
+    /// `spec.activeDeadlineSeconds`, which a running pod may have set or shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<i64>,
     /// The STATUS column of `kubectl get pods` for this snapshot (see `observe::status`).
     /// Absent in timelines written before it existed: `Timeline::fill_columns` computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -337,6 +344,8 @@ impl Snapshot {
             && self.reason == other.reason
             && self.message == other.message
             && self.qos_class == other.qos_class
+            && self.start_time == other.start_time
+            && self.active_deadline_seconds == other.active_deadline_seconds
     }
     /// The STATUS column (stored, or computed for timelines that predate it).
     pub fn status_column(&self, pod: &PodInfo) -> String {

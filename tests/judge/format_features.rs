@@ -477,6 +477,16 @@ fn a_sleep_the_recording_did_not_wait_out_is_not_comparable() {
         "{}",
         v.evidence
     );
+    // A sleep that only paces the next request changes no expectation's answer.
+    assert!(steps("{for: 20s, pacing: true}").is_none());
+    // Still a step like any other: the delete after it must be there.
+    let no_delete = load(&suite_yaml(
+        &rec("sigterm-ignored").join("manifest.yaml"),
+        "- waitFor: {until: {phase: Running}}\n- sleep: {for: 1s, pacing: true}\n- delete: {gracePeriodSeconds: 77}",
+        "",
+        "- phase: Running",
+    ));
+    assert!(podlife::judge::steps_verdict(&no_delete.spec, &tl).is_some());
 }
 
 #[test]

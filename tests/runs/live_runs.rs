@@ -513,7 +513,7 @@ fn bundles() -> Vec<(String, PathBuf)> {
         out.push((d.file_name().unwrap().to_str().unwrap().to_string(), bundle));
     }
     out.sort();
-    assert_eq!(out.len(), 27, "bundle fixtures changed");
+    assert_eq!(out.len(), 29, "bundle fixtures changed");
     out
 }
 
@@ -546,10 +546,6 @@ fn replay_bundle(bundle: &Path, reports: &Path) -> (PathBuf, serde_json::Value) 
     (run, serde_json::from_str(&summary).unwrap())
 }
 
-/// Every bundle replays with today's suites, and on the conformant nodes (A1–A4 on the reference
-/// cluster, L7, M1, N2, N4, O4, O8, O9, N19, N23, N26, N28, N32, N33 and N38 on this project's) no case fails or errors: what the old evidence
-/// cannot decide (a missed start, a wait cut short by the case timeout, a stalled kill tick) is
-/// undecided, and says why.
 /// Cases changed after the bundles were recorded (issue 20; pod-active-deadline already
 /// patched its deadline in them).
 const CHANGED_SINCE_THE_BUNDLES: &[&str] = &[
@@ -575,6 +571,8 @@ const RECORDED_AFTER_ISSUE_20: &[&str] = &[
     "N38-7kxm6te9",
     "O1-h7smjxjb",
     "S1-9olqmt3j",
+    "Na-6crqcpra",
+    "Nc-b3a6rxxu",
     "K1-sj57omz6",
     "O3-oqu5p1uf",
 ];
@@ -594,6 +592,18 @@ const SLOWED_BY_OUR_OWN_LOAD: &[(&str, &str)] = &[
 /// same recording with the restart known).
 const KUBELET_RESTART_UNRECORDED: &[(&str, &str)] = &[("K1-sj57omz6", "restart-policy::restart-always-crashloop@vm2")];
 
+/// Runs of a healthy node that today's suites must decide: every case passes.
+const DECIDED: &[&str] = &["Na-6crqcpra", "Nc-b3a6rxxu"];
+
+/// A run with a 66 s API-server outage: what the outage really hid may stay undecided, at most
+/// this many cases (the rest is decided by the evidence after the gap).
+const OUTAGE: (&str, usize) = ("O1-h7smjxjb", 5);
+
+/// Every bundle replays with today's suites, and on the conformant nodes (A1–A4 on the reference
+/// cluster and the 2026-12-03 runs on it, the rest on this project's) no case fails or errors:
+/// what the old evidence cannot decide (a missed start, a wait cut short by the case timeout, a
+/// stalled kill tick) is undecided, and says why. The healthy reference runs Na and Nc are
+/// decided outright, and the outage run leaves at most five cases undecided.
 #[test]
 fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
     let mut problems = vec![];
@@ -602,6 +612,20 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
         let (_, summary) = replay_bundle(&bundle, tmp.path());
         let cases = summary["cases"].as_array().unwrap();
         assert!(!cases.is_empty(), "{folder}: no case replayed");
+        let not_passed: Vec<String> = cases
+            .iter()
+            .filter(|c| c["status"] != "passed")
+            .map(|c| format!("{}::{}@{} {}", c["suite"], c["case"], c["node"], c["status"]))
+            .collect();
+        if DECIDED.contains(&folder.as_str()) && !not_passed.is_empty() {
+            problems.push(format!("{folder}: a healthy run not decided: {not_passed:?}"));
+        }
+        if folder == OUTAGE.0 {
+            let undecided = cases.iter().filter(|c| c["status"] == "undecided").count();
+            if undecided > OUTAGE.1 {
+                problems.push(format!("{folder}: {undecided} undecided, more than {}", OUTAGE.1));
+            }
+        }
         // A1–A4: the reference node; L7: this project's own two-node cluster, conformant, with
         // its kube-apiserver restarted 30 s in (a 63 s outage): nothing may fail or error
         // because of the outage, what it hid is undecided.
@@ -888,4 +912,47 @@ fn an_unpullable_substituted_image_is_an_error_naming_it_not_a_node_failure() {
         meant.error,
         meant.verdicts
     );
+}
+
+/// pod-active-deadline measures from the deadline running out (`activeDeadline`: startTime + 5 s,
+/// or the update's arrival when later), so a recording whose patch came before the deadline
+/// (Na, patched 1.3 s after the start) answers today's case, which waits past the deadline
+/// first only to tell apart a kubelet that counts from the update. A kubelet that fails the pod
+/// 5 s after its deadline is past the bound in the same recording (4 s is only undecided: the
+/// deadline's start time and the event's own time are whole seconds).
+#[test]
+fn the_active_deadline_is_measured_from_its_expiry_and_a_late_kubelet_fails() {
+    let full = "upstream-pods::pod-active-deadline";
+    let (_keep, rec) = bundle_recording("Na-6crqcpra", "upstream-pods__pod-active-deadline@vm");
+    let a = podlife::run::case::replay_case(&builtin(full), &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let gap = a.verdicts.iter().find(|v| v.kind == "gap").unwrap();
+    assert!(gap.evidence.contains("startTime"), "{}", gap.evidence);
+
+    let path = rec.join("events.watch.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let late: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            // Written 5 s later by the kubelet, so its own times and our receive time move.
+            if v["event"]["object"]["reason"] == "DeadlineExceeded" {
+                for at in [
+                    "/received",
+                    "/event/object/firstTimestamp",
+                    "/event/object/lastTimestamp",
+                ] {
+                    if let Some(x) = v.pointer_mut(at).filter(|x| x.is_string()) {
+                        let t: jiff::Timestamp = x.as_str().unwrap().parse().unwrap();
+                        *x = serde_json::json!((t + jiff::SignedDuration::from_secs(5)).to_string());
+                    }
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(&path, late.join("\n") + "\n").unwrap();
+    let a = podlife::run::case::replay_case(&builtin(full), &rec);
+    let gap = a.verdicts.iter().find(|v| v.kind == "gap").unwrap();
+    assert_eq!(gap.outcome, Outcome::Fail, "{}", gap.evidence);
 }

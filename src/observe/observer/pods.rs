@@ -259,6 +259,8 @@ impl Observer {
             reason: st.reason.clone(),
             message: st.message.clone(),
             qos_class: st.qos_class.clone(),
+            start_time: st.start_time.as_ref().map(|t| t.0),
+            active_deadline_seconds: pod.spec.as_ref().and_then(|s| s.active_deadline_seconds),
             status: None,
             ready_column: None,
         }

@@ -213,7 +213,7 @@ pub(super) async fn observe_case(
                     })
             }
             Step::Sleep(d) => {
-                let until = crate::util::after(d.0).min(deadline);
+                let until = crate::util::after(d.r#for.0).min(deadline);
                 loop_
                     .run_until(until, &mut cancel, "sleep", |_| false)
                     .await

@@ -331,7 +331,7 @@ fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
     for (i, s) in case.steps.iter().enumerate() {
         let (took, what) = match &s.value {
             Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
-            Step::Sleep(d) => (d.0, "sleep"),
+            Step::Sleep(d) => (d.r#for.0, "sleep"),
             Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
             _ => continue,
         };

@@ -110,7 +110,11 @@ impl Refs<'_, '_> {
                         .err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
                 }
             }
-            MarkSpec::Phase(_) | MarkSpec::Condition(_) | MarkSpec::PodGone | MarkSpec::Action(_) => {}
+            MarkSpec::Phase(_)
+            | MarkSpec::Condition(_)
+            | MarkSpec::PodGone
+            | MarkSpec::ActiveDeadline
+            | MarkSpec::Action(_) => {}
         }
     }
 
@@ -394,10 +398,11 @@ impl Refs<'_, '_> {
     }
 }
 
-/// Mark names usable without defining them (`podGone`).
+/// Mark names usable without defining them (`podGone`, `activeDeadline`).
 pub fn builtin_mark(name: &str) -> Option<MarkSpec> {
     match name {
         "podGone" => Some(MarkSpec::PodGone),
+        "activeDeadline" => Some(MarkSpec::ActiveDeadline),
         _ => None,
     }
 }

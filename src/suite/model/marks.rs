@@ -113,6 +113,11 @@ pub enum MarkSpec {
     Status(StatusMark),
     /// The pod's DELETED watch event (harness receive time).
     PodGone,
+    /// The pod's `activeDeadlineSeconds` running out, as the kubelet counts it: `status.startTime`
+    /// plus the deadline (1 s precision, node clock), or the first snapshot carrying a deadline
+    /// already past when it was set (harness receive time): a deadline cannot expire before the
+    /// kubelet learns of it.
+    ActiveDeadline,
     /// One of podlife's own actions (harness clock).
     Action(ActionMark),
     /// A container's `ready` status flag becoming a value (harness receive time).
@@ -139,6 +144,7 @@ impl MarkSpec {
             MarkSpec::Condition(_) => "condition",
             MarkSpec::Status(_) => "status",
             MarkSpec::PodGone => "podGone",
+            MarkSpec::ActiveDeadline => "activeDeadline",
             MarkSpec::Action(_) => "action",
             MarkSpec::Ready(_) => "ready",
             MarkSpec::Started(_) => "started",
@@ -203,6 +209,7 @@ impl fmt::Display for MarkSpec {
             }
             MarkSpec::Status(st) => write!(f, "{} STATUS {}", st.occurrence, st.is),
             MarkSpec::PodGone => f.write_str("pod gone"),
+            MarkSpec::ActiveDeadline => f.write_str("active deadline ran out"),
             MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
             MarkSpec::Ready(r) => write!(f, "{} {} ready={}", r.occurrence, r.container, r.value),
             MarkSpec::Started(r) => write!(f, "{} {} started={}", r.occurrence, r.container, r.value),

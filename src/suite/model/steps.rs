@@ -11,8 +11,8 @@ pub enum Step {
     WaitFor(WaitFor),
     /// Delete the pod, optionally overriding the grace period.
     Delete(DeleteStep),
-    /// Wait a fixed time.
-    Sleep(Dur),
+    /// Wait a fixed time: `sleep: 8s`, or `sleep: {for: 6s, pacing: true}`.
+    Sleep(SleepStep),
     /// Merge-patch the pod's labels and/or annotations (a null value removes a key).
     Patch(PatchStep),
     /// Add an ephemeral container to the running pod through its `ephemeralcontainers`
@@ -26,6 +26,86 @@ pub enum Step {
     /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
     /// one this case created.
     Object(ObjectStep),
+}
+
+/// A fixed wait. `pacing: true` says the wait only spaces our next request so that the live
+/// experiment is a sharp one: every expectation is measured from marks that do not depend on
+/// it, so a recording that did not wait it out (made before the case had it) still answers
+/// the case. Without it, such a recording was a different experiment and is not comparable.
+#[derive(Clone, Copy, Debug)]
+pub struct SleepStep {
+    pub r#for: Dur,
+    pub pacing: bool,
+}
+
+/// The mapping form of a sleep step.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SleepFull {
+    /// How long.
+    r#for: Dur,
+    /// The wait only paces our next request; no expectation depends on it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pacing: bool,
+}
+
+impl<'de> Deserialize<'de> for SleepStep {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = SleepStep;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a duration such as `8s`, or `{for: 6s, pacing: true}`")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<SleepStep, E> {
+                Dur::deserialize(de::value::StrDeserializer::<E>::new(s)).map(|d| SleepStep {
+                    r#for: d,
+                    pacing: false,
+                })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<SleepStep, E> {
+                Dur::deserialize(de::value::U64Deserializer::<E>::new(v)).map(|d| SleepStep {
+                    r#for: d,
+                    pacing: false,
+                })
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<SleepStep, A::Error> {
+                SleepFull::deserialize(de::value::MapAccessDeserializer::new(map)).map(|f| SleepStep {
+                    r#for: f.r#for,
+                    pacing: f.pacing,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for SleepStep {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.pacing {
+            SleepFull {
+                r#for: self.r#for,
+                pacing: true,
+            }
+            .serialize(s)
+        } else {
+            self.r#for.serialize(s)
+        }
+    }
+}
+
+impl JsonSchema for SleepStep {
+    fn schema_name() -> Cow<'static, str> {
+        "SleepStep".into()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        let dur = g.subschema_for::<Dur>();
+        let full = g.subschema_for::<SleepFull>();
+        json_schema!({
+            "description": "A duration, or `{for: <duration>, pacing: true}` for a wait that only paces our next request.",
+            "anyOf": [dur, full]
+        })
+    }
 }
 
 /// `exec: {name: marco, container: debugger, command: [/bin/echo, marco], timeout: 30s}`.
