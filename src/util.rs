@@ -33,6 +33,16 @@ mod tests {
         assert_eq!(fmt_secs(2.5), "2.5s");
         assert_eq!(fmt_secs(0.0), "0s");
     }
+
+    #[test]
+    fn cpu_quantities() {
+        use super::cpu_cores;
+        assert_eq!(cpu_cores("2"), Some(2.0));
+        assert_eq!(cpu_cores("2500m"), Some(2.5));
+        assert_eq!(cpu_cores("1.5"), Some(1.5));
+        assert_eq!(cpu_cores("two"), None);
+        assert_eq!(cpu_cores("-1"), None);
+    }
 }
 
 /// How far ahead a saturated deadline lies: beyond any run, and far from `Instant`'s own limit.
@@ -40,6 +50,16 @@ const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(30 * 365 
 
 /// `at + d`, saturating at 30 years ahead instead of panicking on overflow, so no duration
 /// from a suite or a flag (`timeout: 500000000000y`) can panic the runner's deadline arithmetic.
+/// A Kubernetes CPU quantity in cores: `2`, `1.5`, `2500m`.
+pub fn cpu_cores(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let v = match q.strip_suffix('m') {
+        Some(milli) => milli.parse::<f64>().ok()? / 1000.0,
+        None => q.parse::<f64>().ok()?,
+    };
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
 pub fn add(at: std::time::Instant, d: std::time::Duration) -> std::time::Instant {
     at.checked_add(d.min(FAR_FUTURE))
         .or_else(|| at.checked_add(FAR_FUTURE))

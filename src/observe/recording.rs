@@ -87,6 +87,9 @@ pub struct RecordedOutcome {
     pub step_verdict: Option<serde_json::Value>,
     /// The pod the live observer watched (events of other objects are ignored, as live).
     pub pod: Option<String>,
+    /// The CPU the node used while the attempt ran (a `results::NodeLoad` as JSON: observe does
+    /// not depend on results).
+    pub node_load: Option<serde_json::Value>,
     /// When the recording was closed (after cleanup): the observation ended before it, so a
     /// wait that needed longer than this could not have run its course.
     pub closed: Option<Timestamp>,
@@ -351,6 +354,9 @@ struct ActionLine {
     pod: Option<String>,
     #[serde(default)]
     verdict: Option<serde_json::Value>,
+    /// A `node-load` line's reading (a `results::NodeLoad`).
+    #[serde(default)]
+    load: Option<serde_json::Value>,
     sent: Option<Timestamp>,
     done: Option<Timestamp>,
     response_received: Option<Timestamp>,
@@ -395,6 +401,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             // Written when podlife crashed in the attempt; `recording-complete` follows it.
             "recording-aborted" => {}
             "observe" => read.outcome.pod = a.pod.clone(),
+            "node-load" => read.outcome.node_load = a.load.clone(),
             _ => {}
         }
         let kind = match a.action.as_str() {

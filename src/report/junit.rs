@@ -172,6 +172,9 @@ fn test_case(c: &CaseReport) -> TestCase {
         if let Some(ns) = &a.cleanup.namespace {
             tc.add_property(("namespace", ns.as_str()));
         }
+        if let Some(l) = &a.node_load {
+            tc.add_property(("nodeCpu", l.describe().as_str()));
+        }
         if let Some(l) = &a.cleanup.leftover {
             tc.add_property(("leftover", l.as_str()));
         }

@@ -134,6 +134,9 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     }
     if !opts.quiet || summary.interrupted {
         crate::outln!("{}", summary.counts_line());
+        if let Some(l) = load_line(summary) {
+            crate::outln!("{l}");
+        }
         // A retry that passed after a harness error stands, but the error is not hidden.
         for c in &summary.cases {
             if let Some(note) = crate::results::harness_error_note(c) {
@@ -183,4 +186,37 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         }
     }
     result
+}
+
+/// The CPU each node used while the run's attempts ran (`node CPU while the cases ran: vm 1.21
+/// cores mean, 1.93 max (of 2)`): the load every timing was measured under. `None` when no
+/// attempt has a reading (a replay of a run made before podlife read it).
+fn load_line(summary: &crate::results::RunSummary) -> Option<String> {
+    let mut per_node: std::collections::BTreeMap<&str, Vec<&crate::results::NodeLoad>> = Default::default();
+    for l in summary
+        .cases
+        .iter()
+        .flat_map(|c| &c.attempts)
+        .filter_map(|a| a.node_load.as_ref())
+    {
+        per_node.entry(l.node.as_str()).or_default().push(l);
+    }
+    if per_node.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = per_node
+        .iter()
+        .map(|(node, ls)| {
+            let samples: usize = ls.iter().map(|l| l.samples).sum();
+            let mean = ls.iter().map(|l| l.mean_cores * l.samples as f64).sum::<f64>() / samples.max(1) as f64;
+            let max = ls.iter().map(|l| l.max_cores).fold(0.0, f64::max);
+            let of = ls
+                .iter()
+                .find_map(|l| l.capacity_cores)
+                .map(|c| format!(" (of {c})"))
+                .unwrap_or_default();
+            format!("{node} {mean:.2} cores mean, {max:.2} max{of}")
+        })
+        .collect();
+    Some(format!("node CPU while the cases ran: {}", parts.join("; ")))
 }

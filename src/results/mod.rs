@@ -65,8 +65,40 @@ pub struct Attempt {
     pub duration_s: f64,
     pub api_requests: u64,
     pub cleanup: Cleanup,
+    /// The CPU its node used while it ran: the load its timings were measured under.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_load: Option<NodeLoad>,
     #[serde(skip)]
     pub timeline: Option<Timeline>,
+}
+
+/// The CPU a node used while an attempt ran, from the kubelet's summary API (`usageNanoCores`,
+/// averaged by the kubelet over its last housekeeping interval) sampled every few seconds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeLoad {
+    pub node: String,
+    pub mean_cores: f64,
+    pub max_cores: f64,
+    pub samples: usize,
+    /// The node's CPU capacity (`status.capacity.cpu`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_cores: Option<f64>,
+}
+
+impl NodeLoad {
+    /// `vm: 1.21 cores mean, 1.93 max (of 2), 9 samples`.
+    pub fn describe(&self) -> String {
+        let of = self.capacity_cores.map(|c| format!(" (of {c})")).unwrap_or_default();
+        format!(
+            "{}: {:.2} cores mean, {:.2} max{of}, {} sample{}",
+            self.node,
+            self.mean_cores,
+            self.max_cores,
+            self.samples,
+            if self.samples == 1 { "" } else { "s" }
+        )
+    }
 }
 
 /// The first thing that went wrong in an attempt: its error, else the first verdict that did

@@ -63,10 +63,35 @@ pub struct KubeletStart {
 /// sooner than any case that could be judged across it ends.
 const KUBELET_STARTS_EVERY: u32 = 5;
 
+/// How often each node's CPU use is read (one small request per node): the kubelet averages
+/// `usageNanoCores` over its own housekeeping interval (10 s or more), so reading it more often
+/// adds requests, not information.
+const LOAD_PERIOD: Duration = Duration::from_secs(5);
+
+/// Aborts a task when dropped: the load sampler ends with the probe that started it.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One reading of a node's CPU use.
+#[derive(Clone, Debug, PartialEq)]
+struct LoadSample {
+    node: String,
+    at: Timestamp,
+    cores: f64,
+}
+
 #[derive(Default)]
 pub struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
     kubelet_starts: Mutex<Vec<KubeletStart>>,
+    loads: Mutex<Vec<LoadSample>>,
+    /// Each node's CPU capacity, read once.
+    capacity: Mutex<std::collections::BTreeMap<String, f64>>,
     /// A probe that fails is tried once more on a new connection, to tell a stalled connection
     /// of podlife's own from an API server that takes no request.
     fresh: Option<crate::cluster::FreshClient>,
@@ -95,6 +120,10 @@ impl ApiHealth {
     /// Probes until the run ends (the task is aborted), recording every outage. `nodes` are the
     /// run's nodes: one of them not Ready soon after an outage extends it (see `NODE_AFTERMATH`).
     pub async fn probe(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
+        // Node loads are read in a task of their own: a node that does not answer must not
+        // hold up the once-a-second probe.
+        let sampler = tokio::spawn(self.clone().sample_loads_every(client.clone(), nodes.clone()));
+        let _sampler = AbortOnDrop(sampler.abort_handle());
         let mut last_ok = (Timestamp::now(), tokio::time::Instant::now());
         let mut recovered: Option<tokio::time::Instant> = None;
         let mut healthy_since: Option<tokio::time::Instant> = None;
@@ -105,6 +134,7 @@ impl ApiHealth {
             if round % KUBELET_STARTS_EVERY == 1 {
                 self.list_kubelet_starts(&client, &nodes, run_started).await;
             }
+
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
             let why = match answered {
                 Ok(Ok(_)) => None,
@@ -223,6 +253,82 @@ impl ApiHealth {
         }
     }
 
+    /// Reads the nodes' loads every `LOAD_PERIOD` while the API answers.
+    async fn sample_loads_every(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
+        loop {
+            if self.down_now().is_none() {
+                self.sample_loads(&client, &nodes).await;
+            }
+            tokio::time::sleep(LOAD_PERIOD).await;
+        }
+    }
+
+    /// Reads each node's CPU use from its kubelet's summary API (through the API server's node
+    /// proxy). A node that does not answer (no proxy rights, a kubelet down) is skipped: its
+    /// load is then unknown, never zero.
+    async fn sample_loads(&self, client: &kube::Client, nodes: &[String]) {
+        for node in nodes {
+            if !self
+                .capacity
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(node)
+            {
+                let api = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone());
+                if let Ok(Ok(n)) = tokio::time::timeout(PROBE_TIMEOUT, api.get(node)).await
+                    && let Some(c) = n
+                        .status
+                        .and_then(|s| s.capacity)
+                        .and_then(|c| c.get("cpu").and_then(|q| crate::util::cpu_cores(&q.0)))
+                {
+                    self.capacity
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(node.clone(), c);
+                }
+            }
+            let path = format!("/api/v1/nodes/{node}/proxy/stats/summary?only_cpu_and_memory=true");
+            let Ok(req) = http::Request::get(path).body(Vec::new()) else {
+                continue;
+            };
+            let Ok(Ok(text)) = tokio::time::timeout(PROBE_TIMEOUT, client.request_text(req)).await else {
+                continue;
+            };
+            if let Some(cores) = summary_cores(&text) {
+                self.loads.lock().unwrap_or_else(|p| p.into_inner()).push(LoadSample {
+                    node: node.clone(),
+                    at: Timestamp::now(),
+                    cores,
+                });
+            }
+        }
+    }
+
+    /// The CPU `node` used between `from` and `to`: the readings inside, else the last one
+    /// before (the kubelet's average then still covers part of the span). `None`: no reading.
+    pub fn load_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Option<crate::results::NodeLoad> {
+        let loads = self.loads.lock().unwrap_or_else(|p| p.into_inner());
+        let of_node: Vec<&LoadSample> = loads.iter().filter(|l| l.node == node && l.at <= to).collect();
+        let inside: Vec<f64> = of_node.iter().filter(|l| l.at >= from).map(|l| l.cores).collect();
+        let picked = if inside.is_empty() {
+            vec![of_node.last()?.cores]
+        } else {
+            inside
+        };
+        Some(crate::results::NodeLoad {
+            node: node.to_string(),
+            mean_cores: picked.iter().sum::<f64>() / picked.len() as f64,
+            max_cores: picked.iter().copied().fold(0.0, f64::max),
+            samples: picked.len(),
+            capacity_cores: self
+                .capacity
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(node)
+                .copied(),
+        })
+    }
+
     /// The kubelet starts on `node` between `from` and `to`.
     pub fn kubelet_starts_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Vec<KubeletStart> {
         let s = self.kubelet_starts.lock().unwrap_or_else(|p| p.into_inner());
@@ -280,4 +386,47 @@ async fn not_ready(client: &kube::Client, nodes: &[String]) -> Option<String> {
             .is_some_and(|c| c.status == "True");
         (!ready).then_some(name)
     })
+}
+
+/// A node's CPU use in cores from a kubelet summary (`node.cpu.usageNanoCores`).
+fn summary_cores(text: &str) -> Option<f64> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let n = v.pointer("/node/cpu/usageNanoCores")?.as_f64()?;
+    (n.is_finite() && n >= 0.0).then_some(n / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_gives_the_nodes_cores_and_nothing_else_gives_any() {
+        assert_eq!(
+            summary_cores(r#"{"node":{"nodeName":"vm","cpu":{"usageNanoCores":1250000000}}}"#),
+            Some(1.25)
+        );
+        assert_eq!(summary_cores(r#"{"node":{"cpu":{}}}"#), None);
+        assert_eq!(summary_cores("404 page not found"), None);
+    }
+
+    #[test]
+    fn the_load_of_a_span_is_its_readings_or_the_last_before_it() {
+        let h = ApiHealth::default();
+        let t = |s: i64| Timestamp::from_second(1_800_000_000 + s).unwrap();
+        for (node, s, cores) in [("vm", 0, 0.5), ("vm", 10, 1.0), ("vm", 20, 2.0), ("vm2", 10, 9.0)] {
+            h.loads.lock().unwrap().push(LoadSample {
+                node: node.into(),
+                at: t(s),
+                cores,
+            });
+        }
+        h.capacity.lock().unwrap().insert("vm".into(), 2.0);
+        let l = h.load_between("vm", t(5), t(25)).unwrap();
+        assert_eq!((l.mean_cores, l.max_cores, l.samples), (1.5, 2.0, 2));
+        assert_eq!(l.describe(), "vm: 1.50 cores mean, 2.00 max (of 2), 2 samples");
+        let l = h.load_between("vm", t(1), t(2)).unwrap();
+        assert_eq!((l.mean_cores, l.samples), (0.5, 1), "the last reading before the span");
+        assert!(h.load_between("vm", t(-5), t(-1)).is_none(), "no reading yet: unknown");
+        assert!(h.load_between("vm3", t(0), t(30)).is_none());
+    }
 }

@@ -423,6 +423,9 @@ impl Recorder {
             self.line_actions(&json!({"action": "step-failed", "evidence": v.evidence, "verdict": v}));
         }
         self.line_actions(&json!({"action": "cleanup", "cleanup": attempt.cleanup}));
+        if let Some(l) = &attempt.node_load {
+            self.line_actions(&json!({"action": "node-load", "load": l}));
+        }
         self.close_caps();
         let seq = self.seq;
         self.line_actions(&json!({"action": "recording-complete", "inputs": seq, "time": Timestamp::now()}));
@@ -639,6 +642,7 @@ mod tests {
             duration_s: 1.0,
             api_requests: 0,
             cleanup: Default::default(),
+            node_load: None,
             timeline: None,
         };
         let folder = rec.finish(&attempt).unwrap();

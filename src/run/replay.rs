@@ -51,6 +51,7 @@ pub(super) fn replay_attempt(
             duration_s: 0.0,
             api_requests: 0,
             cleanup: Default::default(),
+            node_load: None,
             timeline: None,
         };
     }

@@ -76,6 +76,7 @@ pub(super) fn panicked(p: &(dyn std::any::Any + Send), started: Timestamp, t0: s
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
         cleanup: Default::default(),
+        node_load: None,
         timeline: None,
     }
 }

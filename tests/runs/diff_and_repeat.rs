@@ -116,6 +116,7 @@ fn attempt(status: AttemptStatus, verdicts: Vec<podlife::judge::Verdict>) -> Att
         duration_s: 1.0,
         api_requests: 0,
         cleanup: Cleanup::default(),
+        node_load: None,
         timeline: None,
     }
 }

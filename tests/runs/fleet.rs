@@ -141,6 +141,15 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         "{} kubelet-start lists in {elapsed:?}",
         starts.len()
     );
+    // Each node's load: its capacity read once, its kubelet summary every 5 s.
+    let (loads, fixed): (Vec<&String>, Vec<&String>) = fixed
+        .into_iter()
+        .partition(|r| r.starts_with("GET /api/v1/nodes/node-"));
+    let summaries = loads.iter().filter(|r| r.contains("/proxy/stats/summary")).count();
+    assert!(
+        summaries <= 3 * (elapsed.as_secs() as usize / 5 + 2) && loads.len() - summaries <= 3 * 2,
+        "{loads:#?} in {elapsed:?}"
+    );
     assert!(fixed.len() <= 17 + 14 * 6, "{} requests: {fixed:#?}", fixed.len());
     assert!(
         probes.len() <= 1 + elapsed.as_secs() as usize + 1,
@@ -169,6 +178,19 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
     drop(f);
 
     assert_eq!(s.cases.len(), 6);
+    // Every attempt says the load it ran under: its own node's CPU, as the kubelet reported it.
+    let loads: Vec<&podlife::results::NodeLoad> = s
+        .cases
+        .iter()
+        .flat_map(|c| c.attempts.iter().filter_map(|a| a.node_load.as_ref()))
+        .collect();
+    assert!(!loads.is_empty());
+    for c in &s.cases {
+        for l in c.attempts.iter().filter_map(|a| a.node_load.as_ref()) {
+            assert_eq!(Some(l.node.as_str()), c.target_node.as_deref());
+            assert_eq!((l.mean_cores, l.capacity_cores), (0.7, Some(2.0)), "{l:?}");
+        }
+    }
     for c in &s.cases {
         let n = c.target_node.as_deref().expect("each copy names its node");
         assert_eq!(c.node.as_deref(), Some(n), "{} ran where it was pinned", c.full_name());
@@ -292,6 +314,11 @@ fn every_case_runs_once_per_node_pinned_with_the_node_in_its_identity() {
         .collect();
     let want: Vec<(String, CaseStatus)> = s.cases.iter().map(|c| (c.full_name(), c.status)).collect();
     assert_eq!(got, want);
+    // The load each attempt ran under is a fact of the live run: the replay carries it over.
+    let loads = |cs: &[podlife::results::CaseReport]| -> Vec<Option<podlife::results::NodeLoad>> {
+        cs.iter().map(|c| c.last().and_then(|a| a.node_load.clone())).collect()
+    };
+    assert_eq!(loads(&replayed.summary.cases), loads(&s.cases));
 
     // Re-judging the fleet run with the same suites: every copy found, nothing changed.
     let rejudged = assert_cmd::Command::cargo_bin("podlife")

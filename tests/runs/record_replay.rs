@@ -673,6 +673,7 @@ fn recorder_round_trips_every_input_kind_to_the_same_timeline() {
         duration_s: 0.0,
         api_requests: 0,
         cleanup: Default::default(),
+        node_load: None,
         timeline: None,
     };
     let written = recorder.finish(&attempt).unwrap();

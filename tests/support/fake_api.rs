@@ -763,6 +763,16 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "1"}, "items": items}),
             )
         }
+        // The kubelet's summary through the node proxy: what podlife reads a node's load from.
+        ("GET", ["api", "v1", "nodes", name, "proxy", "stats", "summary"]) => json_resp(
+            200,
+            json!({"node": {"nodeName": name, "cpu": {"usageNanoCores": 700_000_000u64}}, "pods": []}),
+        ),
+        ("GET", ["api", "v1", "nodes", name]) => json_resp(
+            200,
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+                "status": {"capacity": {"cpu": "2", "memory": "4Gi"}}}),
+        ),
         ("POST", ["api", "v1", "namespaces"]) => {
             let name = body["metadata"]["name"].as_str().unwrap_or("").to_string();
             let mut s = st.lock().unwrap();

@@ -499,6 +499,10 @@ fn case_meta(c: &CaseReport) -> Vec<Markup> {
     }
     if let Some(a) = c.last() {
         meta.push(html! { "took " (fmt_secs(a.duration_s)) });
+        // The load its timings were measured under.
+        if let Some(l) = &a.node_load {
+            meta.push(html! { "node CPU " (t(&l.describe())) });
+        }
         if let Some(ns) = &a.cleanup.namespace {
             meta.push(html! { "namespace " code { (t(ns)) } });
         }

@@ -171,6 +171,7 @@ fn conclude(
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
         cleanup: Cleanup::default(),
+        node_load: None,
         timeline: Some(tl),
     }
 }
@@ -223,6 +224,7 @@ fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>)
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
         cleanup: Cleanup::default(),
+        node_load: None,
         timeline: tl,
     }
 }
@@ -265,6 +267,7 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
         }
     };
     attempt.cleanup.namespace = Some(ns.clone());
+    attempt.node_load = node_load(env, &attempt, started);
     // Not created by us (409, an error or an interrupt before the create answered): nothing to
     // delete here. A create whose answer was lost still carries our run label, and the
     // end-of-run sweep finds it.
@@ -298,6 +301,15 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     attempt.api_requests = api.requests();
     finish_recording(recorder, &attempt);
     attempt
+}
+
+/// The CPU the attempt's node used while it ran, as the run sampled it (see `health`).
+fn node_load(env: &CaseEnv, attempt: &Attempt, started: Timestamp) -> Option<crate::results::NodeLoad> {
+    let node = env
+        .node
+        .clone()
+        .or_else(|| attempt.timeline.as_ref()?.pod.node.clone())?;
+    env.api_health.as_ref()?.load_between(&node, started, Timestamp::now())
 }
 
 /// Opens this attempt's recording when the run records. A recorder that cannot start is a
@@ -343,6 +355,7 @@ fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
         cleanup: Cleanup::default(),
+        node_load: None,
         timeline: tl,
     }
 }

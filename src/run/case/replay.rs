@@ -13,7 +13,19 @@ pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
 
 /// Judges a recording that was read: an attempt that did not finish live (interrupted, a
 /// harness error) stays so, with what it observed; a finished one is judged like live.
-pub fn replay_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
+pub fn replay_recording(case: &LoadedCase, rec: Recording) -> Attempt {
+    // The load the recorded attempt ran under is a fact of that run, carried over.
+    let load = rec
+        .outcome
+        .node_load
+        .clone()
+        .and_then(|v| serde_json::from_value(v).ok());
+    let mut attempt = judge_recording(case, rec);
+    attempt.node_load = load;
+    attempt
+}
+
+fn judge_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
     let tl = rec.take_timeline();
