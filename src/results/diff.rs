@@ -348,24 +348,10 @@ fn timing_change(
             } else {
                 ia.why.clone()
             };
+            // Not node behaviour: listed so the reader sees it moved, never a regression.
             let Some(jitter) = jitter else {
-                // Not node behaviour: listed so the reader sees it moved, never a regression.
-                return Some(TimingChange {
-                    label: new.label.clone(),
-                    index: new.index,
-                    position: new.position,
-                    before: old.median,
-                    after: new.median,
-                    delta,
-                    percent,
-                    before_samples: old.n,
-                    after_samples: new.n,
-                    noise: 0.0,
-                    regression: false,
-                    reason: format!("not compared: {cause} ({class}): informational"),
-                    info_source: source,
-                    noise_class: Some(ia.noise),
-                });
+                let reason = format!("not compared: {cause} ({class}): informational");
+                return Some(change_of(old, new, source, (false, 0.0, reason, Some(ia.noise))));
             };
             let mut parts = vec![];
             if precision > 0.0 {
@@ -397,14 +383,26 @@ fn timing_change(
             None,
         ),
     };
-    Some(TimingChange {
+    Some(change_of(old, new, source, (regression, noise, reason, noise_class)))
+}
+
+/// One measurement's change, with its classification: whether it is a regression, the noise
+/// it was held against, why, and the noise class.
+fn change_of(
+    old: &MeasureStats,
+    new: &MeasureStats,
+    source: InfoSource,
+    (regression, noise, reason, noise_class): (bool, f64, String, Option<Noise>),
+) -> TimingChange {
+    let delta = new.median - old.median;
+    TimingChange {
         label: new.label.clone(),
         index: new.index,
         position: new.position,
         before: old.median,
         after: new.median,
         delta,
-        percent,
+        percent: (old.median.abs() > 1e-9).then(|| delta / old.median.abs() * 100.0),
         before_samples: old.n,
         after_samples: new.n,
         noise,
@@ -412,7 +410,7 @@ fn timing_change(
         reason,
         info_source: source,
         noise_class,
-    })
+    }
 }
 
 /// Compares two runs. `defs` describes the measurements of reports that predate `measures`.
