@@ -100,9 +100,37 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
                 cases,
                 plural(cases)
             );
+            print_allowances(&suites);
             ExitCode::SUCCESS
         }
         Err(code) => code,
+    }
+}
+
+/// The run-wide allowances the suites' bounds rest on, with how many bounds name each: printed
+/// when any bound names one.
+fn print_allowances(suites: &[crate::suite::Suite]) {
+    let (counts, none, unsaid) = crate::suite::allowances::usage(suites);
+    if counts.iter().all(|(_, n)| *n == 0) && none == 0 {
+        return;
+    }
+    crate::outln!("allowances the bounds rest on (docs/suites.md, \"Load allowances\"):");
+    for (a, n) in counts.iter().filter(|(a, _)| a.secs.is_some()) {
+        crate::outln!(
+            "  {:<10} {:<14} {:>3} bound{}  {}",
+            a.name,
+            a.size,
+            n,
+            plural(*n),
+            a.cause
+        );
+    }
+    crate::outln!(
+        "  {none} bound{} rest on their mechanism's own time alone (`allow: []`)",
+        plural(none)
+    );
+    if unsaid > 0 {
+        crate::outln!("  {unsaid} bound{} name no allowances", plural(unsaid));
     }
 }
 

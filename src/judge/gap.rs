@@ -273,6 +273,11 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
             (min.map(|d| d.as_secs_f64()), max.map(|d| d.as_secs_f64()), e)
         }
     };
+    // The bound says what it rests on: the named allowances over the mechanism's own time.
+    let expected = match &g.allow {
+        Some(a) => format!("{expected} ({})", crate::suite::allowances::describe(&a.value)),
+        None => expected,
+    };
     let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
     let ok = within(lo_true, hi_true);
     let ok_with_lag = within(lo_true - lag_below, hi_true + lag_above);

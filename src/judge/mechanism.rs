@@ -1,16 +1,10 @@
 //! The mechanisms that decide a node's timings, in one table: for each, how far a measured value
 //! moves from run to run on a conformant node (the noise `podlife diff` allows) and the named load
-//! allowances the suites add to its nominal time. A noise class and an allowance describe the
-//! same mechanism, so both live here and `docs/suites.md` ("Load allowances") mirrors this table.
+//! allowances (`suite::allowances`) the suites add to its nominal time. A noise class and an
+//! allowance describe the same mechanism, so each allowance belongs to one mechanism here, and
+//! `docs/suites.md` ("Load allowances") mirrors the allowances' table.
 
 use super::measure::Noise;
-
-/// One named allowance the suites add to a bound (its size is written in the suites).
-#[derive(Debug)]
-pub struct Allowance {
-    pub name: &'static str,
-    pub size: &'static str,
-}
 
 /// One mechanism: the noise class of the values it decides, and the allowances its bounds get.
 #[derive(Debug)]
@@ -23,7 +17,8 @@ pub struct Mechanism {
     pub spread: Option<f64>,
     /// Why the value moves that much (the mechanism).
     pub why: &'static str,
-    pub allowances: &'static [Allowance],
+    /// The names of its allowances in the run-wide table (`suite::allowances`).
+    pub allowances: &'static [&'static str],
 }
 
 /// Every mechanism, once.
@@ -35,16 +30,7 @@ pub const MECHANISMS: &[Mechanism] = &[
         // scheduling on a loaded 2-core node moves them (0.2 s kill ticks included).
         spread: Some(0.25),
         why: "both ends are log lines of one container instance: its own code, hooks and the runtime's grace timer decide the gap, moved only by CPU scheduling",
-        allowances: &[
-            Allowance {
-                name: "process",
-                size: "±500 ms",
-            },
-            Allowance {
-                name: "signal",
-                size: "+500 ms late",
-            },
-        ],
+        allowances: &["process", "signal"],
     },
     Mechanism {
         noise: Noise::Kubelet,
@@ -53,20 +39,7 @@ pub const MECHANISMS: &[Mechanism] = &[
         // and watch deliveries.
         spread: Some(2.0),
         why: "an end is a kubelet reaction: noticed by its 1 s PLEG relist and published by a status write, an event or a watch delivery",
-        allowances: &[
-            Allowance {
-                name: "start",
-                size: "2 s (+ the 1 s PLEG relist)",
-            },
-            Allowance {
-                name: "reaction",
-                size: "2 s",
-            },
-            Allowance {
-                name: "delivery",
-                size: "≤ 1 s",
-            },
-        ],
+        allowances: &["start", "relist", "reaction", "syncTick", "delivery"],
     },
     Mechanism {
         noise: Noise::Backoff,
@@ -78,10 +51,7 @@ pub const MECHANISMS: &[Mechanism] = &[
         // (80 s) is still far beyond it.
         spread: Some(23.0),
         why: "a back-off step: the kubelet retries at the first pod sync after the back-off expires, re-queued with a jitter of up to 0.5 × the step",
-        allowances: &[Allowance {
-            name: "back-off re-queue",
-            size: "0.5 × the step, at most 30 s, + 3 s (`doubling.jitter`/`jitterCap`/`late`)",
-        }],
+        allowances: &["back-off re-queue"],
     },
     Mechanism {
         noise: Noise::Sync,
@@ -94,10 +64,7 @@ pub const MECHANISMS: &[Mechanism] = &[
         // for the object cache's watch and the container's own 1 s read loop.
         spread: Some(92.0),
         why: "the kubelet applies it at the pod's next periodic sync (a 1 min resync jittered up to 1.5 ×, after its object cache has the change)",
-        allowances: &[Allowance {
-            name: "resync",
-            size: "90 s",
-        }],
+        allowances: &["resync"],
     },
     Mechanism {
         noise: Noise::Removal,
@@ -130,6 +97,7 @@ pub fn mechanism(noise: Noise) -> &'static Mechanism {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suite::allowances::ALLOWANCES;
 
     #[test]
     fn every_noise_class_has_one_mechanism() {
@@ -142,6 +110,19 @@ mod tests {
             Noise::Own,
         ] {
             assert_eq!(MECHANISMS.iter().filter(|m| m.noise == n).count(), 1, "{n:?}");
+        }
+    }
+
+    #[test]
+    fn every_allowance_belongs_to_one_mechanism() {
+        for a in ALLOWANCES {
+            let n = MECHANISMS.iter().filter(|m| m.allowances.contains(&a.name)).count();
+            assert_eq!(n, 1, "{}", a.name);
+        }
+        for m in MECHANISMS {
+            for n in m.allowances {
+                assert!(crate::suite::allowances::find(n).is_some(), "{n}");
+            }
         }
     }
 
@@ -160,7 +141,7 @@ mod tests {
             .filter_map(|l| l.split('|').nth(1).map(str::trim))
             .filter(|n| !n.is_empty())
             .collect();
-        let mut ours: Vec<&str> = MECHANISMS.iter().flat_map(|m| m.allowances).map(|a| a.name).collect();
+        let mut ours: Vec<&str> = ALLOWANCES.iter().map(|a| a.name).collect();
         let mut documented = documented;
         ours.sort();
         documented.sort();

@@ -1,5 +1,6 @@
 //! The suite format (`SuiteFile`) and its loader: pure data, no cluster access.
 
+pub mod allowances;
 pub mod durations;
 pub mod load;
 pub mod model;

@@ -257,6 +257,17 @@ impl Refs<'_, '_> {
                         format!("min {lo} is greater than max {hi}"),
                     );
                 }
+                if let Some(allow) = &g.allow {
+                    // The room the allowances take: a tolerance, or a max (a lower bound alone
+                    // is a nominal time less its allowances, which has no width to check).
+                    let width = match (g.target, g.tolerance, g.max) {
+                        (Some(_), tol, _) => Some(tol.map_or(0.0, |t| t.0.as_secs_f64())),
+                        (None, _, max) => max.map(|m| m.0.as_secs_f64()),
+                    };
+                    if let Err(e) = crate::suite::allowances::check(&allow.value, width) {
+                        self.ctx.err(allow, format!("{path}.gap.allow"), e);
+                    }
+                }
             }
             Expectation::Event(ev) => {
                 if ev.reason.trim().is_empty() {

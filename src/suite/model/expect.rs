@@ -175,6 +175,11 @@ pub struct GapExpect {
     pub min: Option<Dur>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<Dur>,
+    /// The named allowances (`suite::allowances`, e.g. `[reaction, syncTick]`) the bound adds to
+    /// its mechanism's nominal time; `[]`: the bound is the mechanism's own time. Status-time
+    /// precision is added by the judge and never named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Loc<Vec<String>>>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
