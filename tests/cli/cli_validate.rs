@@ -557,6 +557,61 @@ fn a_valid_suite_validates() {
     assert_eq!(run.stderr, "");
 }
 
+/// A bound names the allowances it rests on: `validate` prints the table with how many bounds
+/// use each, and refuses a name it does not know or more allowance than the bound has room for,
+/// naming the field.
+#[test]
+fn allowances_are_named_counted_and_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_ok_pod(tmp.path());
+    let suite: PathBuf = tmp.path().join("ok.yaml");
+    let with = |allow: &str| {
+        format!(
+            "name: valid\n\
+             cases:\n\
+             \x20 - name: runs-to-completion\n\
+             \x20   manifest: manifests/ok-pod.yaml\n\
+             \x20   marks:\n\
+             \x20     started: {{containerStarted: {{container: main}}}}\n\
+             \x20   expect:\n\
+             \x20     - gap: {{from: started, to: {{phase: Succeeded}}, max: 3s, allow: {allow}}}\n"
+        )
+    };
+    write(&suite, &with("[reaction, syncTick]"));
+    let run = validate([&suite]);
+    assert_eq!(run.code, Some(0), "stderr:\n{}", run.stderr);
+    let line = |name: &str| {
+        run.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("{name}: {}", run.stdout))
+            .to_string()
+    };
+    assert!(line("reaction ").contains("  1 bound "), "{}", run.stdout);
+    assert!(line("syncTick ").contains("  1 bound "), "{}", run.stdout);
+    assert!(line("start ").contains("  0 bounds "), "{}", run.stdout);
+
+    write(&suite, &with("[reacton]"));
+    let run = validate([&suite]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("ok.yaml:8:")
+            && run
+                .stderr
+                .contains("cases[0].expect[0].gap.allow: unknown allowance `reacton` (known: start,"),
+        "{}",
+        run.stderr
+    );
+    write(&suite, &with("[reaction, start]"));
+    let run = validate([&suite]);
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("add up to 4s, more than the bound's 3s"),
+        "{}",
+        run.stderr
+    );
+}
+
 #[test]
 fn a_nonexistent_path_fails() {
     let run = validate(["tests/malformed/no-such-suite.yaml"]);
