@@ -117,7 +117,7 @@ fn print_allowances(suites: &[crate::suite::Suite]) {
     crate::outln!("allowances the bounds rest on (docs/suites.md, \"Load allowances\"):");
     for (a, n) in counts.iter().filter(|(a, _)| a.secs.is_some()) {
         crate::outln!(
-            "  {:<10} {:<14} {:>3} bound{}  {}",
+            "  {:<12} {:<14} {:>3} bound{}  {}",
             a.name,
             a.size,
             n,

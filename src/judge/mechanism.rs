@@ -30,7 +30,7 @@ pub const MECHANISMS: &[Mechanism] = &[
         // scheduling on a loaded 2-core node moves them (0.2 s kill ticks included).
         spread: Some(0.25),
         why: "both ends are log lines of one container instance: its own code, hooks and the runtime's grace timer decide the gap, moved only by CPU scheduling",
-        allowances: &["process", "signal"],
+        allowances: &["process", "signal", "tick"],
     },
     Mechanism {
         noise: Noise::Kubelet,
@@ -39,7 +39,17 @@ pub const MECHANISMS: &[Mechanism] = &[
         // and watch deliveries.
         spread: Some(2.0),
         why: "an end is a kubelet reaction: noticed by its 1 s PLEG relist and published by a status write, an event or a watch delivery",
-        allowances: &["start", "relist", "reaction", "syncTick", "delivery"],
+        allowances: &[
+            "start",
+            "relist",
+            "reaction",
+            "syncTick",
+            "podSync",
+            "statusWrite",
+            "statusBatch",
+            "eventPost",
+            "delivery",
+        ],
     },
     Mechanism {
         noise: Noise::Backoff,

@@ -43,6 +43,30 @@ pub const ALLOWANCES: &[Allowance] = &[
         cause: "the kubelet's 1 s sync loop, which finds the pods whose time ran out (an active deadline)",
     },
     Allowance {
+        name: "podSync",
+        secs: Some(1.0),
+        size: "1 s",
+        cause: "the pod worker's sync that acts on a change the kubelet noticed (a kill, a start), queued behind other pods' work on a busy node",
+    },
+    Allowance {
+        name: "statusWrite",
+        secs: Some(1.0),
+        size: "1 s",
+        cause: "the status manager's write of a change the kubelet made and the watch's delivery of it (0.1-1 s in the recordings)",
+    },
+    Allowance {
+        name: "statusBatch",
+        secs: Some(5.0),
+        size: "5 s",
+        cause: "a change the status manager writes in a later sync than the one it came with (it coalesces a pod's changes), on a busy node",
+    },
+    Allowance {
+        name: "eventPost",
+        secs: Some(1.0),
+        size: "1 s",
+        cause: "the kubelet's event recorder posts asynchronously, its queue waiting on a busy API server",
+    },
+    Allowance {
         name: "signal",
         secs: Some(0.5),
         size: "+500 ms late",
@@ -53,6 +77,12 @@ pub const ALLOWANCES: &[Allowance] = &[
         secs: Some(0.5),
         size: "±500 ms",
         cause: "a container's own sleep between two of its log lines: forks, the runtime reading each line",
+    },
+    Allowance {
+        name: "tick",
+        secs: Some(0.3),
+        size: "300 ms",
+        cause: "one iteration of a container's tick loop and its overhead (200 ms in the recordings, 20 ms today): a trap's line waits for the loop's current command",
     },
     Allowance {
         name: "resync",

@@ -101,8 +101,8 @@ fn termination_grace_5s_expected_10s_fails() {
     let e = mutated(
         "termination.yaml",
         "sigterm-ignored",
-        "{from: term, to: kill, min: 4750ms, max: 5500ms}",
-        "{from: term, to: kill, min: 9750ms, max: 10500ms}",
+        "{from: term, to: kill, min: 4750ms, max: 5500ms, allow: [tick, signal]}",
+        "{from: term, to: kill, min: 9750ms, max: 10500ms, allow: [tick, signal]}",
     );
     assert_named(&e, "measured 4.832s");
 }
@@ -156,8 +156,8 @@ fn hooks_prestop_not_counted_against_grace_fails() {
     let e = mutated(
         "hooks.yaml",
         "prestop-exceeds-grace",
-        "{from: deleteSent, to: kill, min: 5900ms, max: 8500ms}",
-        "{from: deleteSent, to: kill, min: 3900ms, max: 4700ms}",
+        "{from: deleteSent, to: kill, min: 5900ms, max: 8500ms, allow: [reaction, signal]}",
+        "{from: deleteSent, to: kill, min: 3900ms, max: 4700ms, allow: [reaction, signal]}",
     );
     assert_named(&e, "measured 5.845s");
 }
@@ -532,4 +532,17 @@ fn the_cases_of_objects_ephemeral_containers_agnhost_and_run_container_error_val
     }
     let rce = find("status::status-run-container-error");
     assert_eq!(rce.pod["spec"]["restartPolicy"], "Always");
+}
+
+/// Every bound of the built-in suites says what it rests on: the named allowances of its chain
+/// (or `allow: []`, the mechanism's own time), so `validate` and the reports can show it.
+#[test]
+fn every_built_in_bound_names_its_allowances() {
+    let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
+    let (counts, none, unsaid) = podlife::suite::allowances::usage(&suites);
+    assert_eq!(unsaid, 0, "gaps without `allow`");
+    assert!(
+        none > 0 && counts.iter().filter(|(_, n)| *n > 0).count() >= 10,
+        "{counts:?}"
+    );
 }

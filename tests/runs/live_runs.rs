@@ -790,7 +790,7 @@ fn a_liveness_kill_one_period_late_fails_the_widened_unhealthy_to_killing_bound(
         ("probes::probe-liveness-fail", "probes__probe-liveness-fail"),
         ("probes::probe-liveness-exec", "probes__probe-liveness-exec"),
     ] {
-        let expect = "- gap: {from: unhealthy2, to: killing1, max: 1s}";
+        let expect = "- gap: {from: unhealthy2, to: killing1, max: 1s, allow: [eventPost]}";
         let tl = timeline("8o9vtjm0", file);
         assert_eq!(
             judge_one(case, expect, &tl).outcome,
