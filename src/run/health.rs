@@ -68,6 +68,15 @@ const KUBELET_STARTS_EVERY: u32 = 5;
 /// adds requests, not information.
 const LOAD_PERIOD: Duration = Duration::from_secs(5);
 
+/// The readings of all nodes together stay within this many requests a second, so a fleet's
+/// loads never weigh on the API server the run depends on: past 20 nodes the period grows.
+const LOAD_REQUESTS_PER_SECOND: f64 = 4.0;
+
+/// The period between two readings of every node.
+fn load_period(nodes: usize) -> Duration {
+    LOAD_PERIOD.max(Duration::from_secs_f64(nodes as f64 / LOAD_REQUESTS_PER_SECOND))
+}
+
 /// Aborts a task when dropped: the load sampler ends with the probe that started it.
 struct AbortOnDrop(tokio::task::AbortHandle);
 
@@ -134,7 +143,6 @@ impl ApiHealth {
             if round % KUBELET_STARTS_EVERY == 1 {
                 self.list_kubelet_starts(&client, &nodes, run_started).await;
             }
-
             let answered = tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await;
             let why = match answered {
                 Ok(Ok(_)) => None,
@@ -253,13 +261,15 @@ impl ApiHealth {
         }
     }
 
-    /// Reads the nodes' loads every `LOAD_PERIOD` while the API answers.
+    /// Reads the nodes' loads every `load_period` while the API answers.
     async fn sample_loads_every(self: Arc<Self>, client: kube::Client, nodes: Vec<String>) {
+        let period = load_period(nodes.len());
         loop {
+            let next = tokio::time::Instant::now() + period;
             if self.down_now().is_none() {
                 self.sample_loads(&client, &nodes).await;
             }
-            tokio::time::sleep(LOAD_PERIOD).await;
+            tokio::time::sleep_until(next).await;
         }
     }
 
@@ -407,6 +417,13 @@ mod tests {
         );
         assert_eq!(summary_cores(r#"{"node":{"cpu":{}}}"#), None);
         assert_eq!(summary_cores("404 page not found"), None);
+    }
+
+    #[test]
+    fn a_fleets_readings_stay_within_the_request_rate() {
+        assert_eq!(load_period(2), LOAD_PERIOD);
+        assert_eq!(load_period(20), LOAD_PERIOD);
+        assert_eq!(load_period(100), Duration::from_secs(25));
     }
 
     #[test]
