@@ -273,6 +273,23 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             g.describe()
         ));
     }
+    // An instance that ended (a later one started) but whose end the kubelet never reported:
+    // it wrote the next instance's running state with an empty lastState (the status was built
+    // before the runtime's record of the exit reached the kubelet's cache), and the instance
+    // after that replaced lastState. How it ended is unknown, not contradicted.
+    if let InstanceSel::Nth(n) = c.instance
+        && !problems.is_empty()
+        && !early_fail
+        && instances
+            .iter()
+            .any(|i| i.instance == n && i.finished_at.is_none() && i.exit_code.is_none())
+        && instances.iter().any(|i| i.instance > n)
+    {
+        return undecided(format!(
+            "{inst_label}: {}; undecided: the kubelet never reported how {inst_label} ended (it reported the next instance with an empty lastState)",
+            problems.join("; ")
+        ));
+    }
     let j = if problems.is_empty() {
         if final_ {
             pass(format!("{inst_label}: {}", facts.join(", ")))

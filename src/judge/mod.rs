@@ -94,6 +94,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::QosClass(q) => status::qos_class(*q, tl),
         Expectation::Exec(x) => exec(x, tl),
     };
+    let j = restart_hides_absence(j, tl);
     Verdict {
         index,
         kind: e.kind().to_string(),
@@ -105,6 +106,26 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         facts: j.facts,
         subject: subject(e),
     }
+}
+
+/// A kubelet restart during the observation makes an absence unanswerable: the restarted
+/// kubelet rebuilt what it held in memory (back-off, probe results, eviction state) and resynced
+/// the pod from the runtime, so a status or mark a running kubelet would have written may never
+/// come. A failure that is an absence is then undecided, naming the restart; what was seen to
+/// contradict the case stays failed.
+fn restart_hides_absence(j: J, tl: &Timeline) -> J {
+    if j.outcome != Outcome::Fail || !(j.has(Fact::StatusNeverShown) || j.has(Fact::MarkAbsent)) {
+        return j;
+    }
+    let Some(g) = tl.gaps.iter().find(|g| g.source == EvidenceSource::Kubelet) else {
+        return j;
+    };
+    J {
+        outcome: Outcome::Undecided,
+        evidence: format!("{}; undecided: {}", j.evidence, g.describe()),
+        ..j
+    }
+    .with(Fact::KubeletRestarted)
 }
 
 /// What an expectation judges, for labels (statistics, `diff`): "gap `a`→`b`", "backoff `main`".

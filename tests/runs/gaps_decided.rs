@@ -344,3 +344,120 @@ fn a_required_mark_missing_across_a_kubelet_restart_is_undecided_naming_it() {
         restarted.evidence
     );
 }
+
+/// A case's recording out of `tests/fixtures/kubelet-restart-recordings` (run K4 on this
+/// project's cluster: vm2's kubelet restarted 60 s into a full run), copied so it can be changed.
+fn k4_recording(case_dir: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/kubelet-restart-recordings")
+        .join(case_dir)
+        .join("attempt-1");
+    let dir = tempfile::tempdir().unwrap();
+    let dst = dir.path().join("attempt-1");
+    copy_dir(&src, &dst);
+    (dir, dst)
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        let to = dst.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &to);
+        } else {
+            std::fs::copy(&p, &to).unwrap();
+        }
+    }
+}
+
+/// vm2's kubelet restarted while the emptyDir eviction case ran: the restarted kubelet resynced
+/// the pod (ContainerCreating again) and never evicted it, so `Error`/`ContainerStatusUnknown`
+/// was never shown. What a running kubelet would have written is unknowable across its restart:
+/// undecided, naming it. The same recording without the restart on record fails.
+#[test]
+fn a_status_never_shown_across_a_kubelet_restart_is_undecided_naming_it() {
+    let full = "status::status-evicted-emptydir";
+    let (_keep, rec) = k4_recording("status__status-evicted-emptydir@vm2");
+    let a = replay(full, &rec);
+    let v = verdicts(&a, "statusRow", "never shown");
+    assert!(!v.is_empty(), "{:#?}", a.verdicts);
+    for v in &v {
+        assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
+        assert!(v.evidence.contains("the kubelet of vm2 restarted"), "{}", v.evidence);
+    }
+    assert!(
+        a.verdicts.iter().all(|v| v.outcome != Outcome::Fail),
+        "{:#?}",
+        a.verdicts
+    );
+
+    // The restart not on record: its line becomes a gap of a log no case reads (the recording
+    // keeps its count of inputs).
+    let gaps = rec.join("gaps.jsonl");
+    let kept: Vec<String> = std::fs::read_to_string(&gaps)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            l.replace(
+                "\"source\":\"kubelet\"",
+                "\"source\":\"logs\",\"container\":\"nobody\",\"instance\":0",
+            )
+        })
+        .collect();
+    std::fs::write(&gaps, kept.join("\n") + "\n").unwrap();
+    let a = replay(full, &rec);
+    let v = verdicts(&a, "statusRow", "never shown");
+    assert!(v.iter().any(|v| v.outcome == Outcome::Fail), "{:#?}", a.verdicts);
+}
+
+/// A healthy kubelet (vm's, under a full run's load) reported `main`'s second instance running
+/// with restartCount 1 and an empty lastState: how the first instance ended was never written,
+/// and the next restart replaced lastState. Its exit code is unknown, not contradicted:
+/// undecided. A kubelet that reports the first instance killed with the wrong signal fails.
+#[test]
+fn an_instance_whose_end_the_kubelet_never_reported_is_undecided() {
+    let full = "probes::probe-liveness-fail";
+    let (_keep, rec) = k4_recording("probes__probe-liveness-fail@vm");
+    let a = replay(full, &rec);
+    let v = verdicts(&a, "container", "main#0");
+    assert!(!v.is_empty(), "{:#?}", a.verdicts);
+    assert!(
+        v.iter()
+            .all(|v| v.outcome == Outcome::Undecided && v.evidence.contains("never reported how main#0 ended")),
+        "{v:#?}"
+    );
+    assert!(
+        a.verdicts.iter().all(|v| v.outcome != Outcome::Fail),
+        "{:#?}",
+        a.verdicts
+    );
+
+    // The kubelet reports instance 0 as killed by SIGKILL (137), not by SIGTERM (143).
+    let first_id = std::fs::read_to_string(rec.join("pods.watch.jsonl"))
+        .unwrap()
+        .lines()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let cs = v.pointer("/event/object/status/containerStatuses/0")?;
+            (cs["restartCount"] == 0 && cs["state"]["running"].is_object())
+                .then(|| cs["containerID"].as_str().unwrap().to_string())
+        })
+        .unwrap();
+    edit_pods(&rec, |_, v| {
+        let Some(cs) = v
+            .pointer_mut("/event/object/status/containerStatuses/0")
+            .filter(|cs| cs.is_object())
+        else {
+            return;
+        };
+        if cs["restartCount"] == 1 {
+            cs["lastState"] = serde_json::json!({"terminated": {
+                "containerID": first_id, "exitCode": 137, "reason": "Error",
+                "startedAt": "2026-12-04T14:42:01Z", "finishedAt": "2026-12-04T14:42:14Z"}});
+        }
+    });
+    let a = replay(full, &rec);
+    let v = verdicts(&a, "container", "main#0");
+    assert!(v.iter().any(|v| v.outcome == Outcome::Fail), "{:#?}", a.verdicts);
+}
