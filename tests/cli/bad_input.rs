@@ -3,6 +3,7 @@
 //! silently — one `error:` line naming the file and field and exit 2, or a verdict no greener
 //! than the evidence.
 
+use crate::support::files::copy_dir;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -30,19 +31,6 @@ fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 /// `tests/fixtures/recordings/sigterm-ignored` with every `finishedAt` set to jiff's last

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::support::files::copy_dir;
 use assert_cmd::Command;
 
 /// Far above what any of these commands needs; only there so a regression fails instead of
@@ -145,19 +146,6 @@ fn manifests_never_resolve_outside_the_project_root() {
 fn copy_recording(name: &str, to: &Path) {
     let from = root().join("tests/fixtures/recordings").join(name);
     copy_dir(&from, to);
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestRunner};
 
+use crate::support::files::copy_dir;
 use podlife::observe::{Recording, Timeline};
 use podlife::suite::LoadedCase;
 
@@ -252,18 +253,6 @@ fn files_of(dir: &Path) -> Vec<PathBuf> {
     walk(dir, dir, &mut out);
     out.sort();
     out
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 /// Recordings: read, observed into a timeline, judged; or refused in one line naming a file.

@@ -6,6 +6,9 @@
 //! One test binary per concern (issue 21): each module here was its own binary, and each binary
 //! links the whole crate. Fixtures are read relative to the project root, where cargo runs tests.
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod bad_input;
 mod bounds;
 mod cli_snapshots;

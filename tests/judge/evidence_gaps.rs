@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::files::copy_dir;
 use podlife::judge::{Outcome, Verdict};
 use podlife::observe::{EvidenceSource, Gap, GapClock, Input, Observer, Recording, Timeline};
 use podlife::results::AttemptStatus;
@@ -15,19 +16,6 @@ fn root() -> PathBuf {
 
 fn recordings() -> PathBuf {
     root().join("tests/fixtures/recordings")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn recorded_cases() -> Vec<LoadedCase> {

@@ -8,6 +8,7 @@ use podlife::judge::Outcome;
 use podlife::results::{Attempt, AttemptStatus};
 
 use super::live_runs::{builtin, bundle_recording, judge_one};
+use crate::support::files::copy_dir;
 
 const O1: &str = "O1-h7smjxjb";
 
@@ -356,19 +357,6 @@ fn k4_recording(case_dir: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dst = dir.path().join("attempt-1");
     copy_dir(&src, &dst);
     (dir, dst)
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        let to = dst.join(p.file_name().unwrap());
-        if p.is_dir() {
-            copy_dir(&p, &to);
-        } else {
-            std::fs::copy(&p, &to).unwrap();
-        }
-    }
 }
 
 /// vm2's kubelet restarted while the emptyDir eviction case ran: the restarted kubelet resynced

@@ -11,6 +11,7 @@ use assert_cmd::Command;
 use podlife::results::{CaseStatus, RunSummary};
 use podlife::run::{RunOptions, RunOutcome};
 
+use crate::support::files::copy_dir;
 use crate::support::live;
 
 const FIXTURE_SUITE: &str = "tests/fixtures/runs/suite/record.yaml";
@@ -297,18 +298,6 @@ fn committed_recorded_run_replays_end_to_end_to_the_same_reports() {
     let first_fail = html.find("oom-killed").unwrap();
     let first_pass = html.find("restart-never-success").unwrap();
     assert!(first_fail < first_pass, "failures first");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            copy_dir(&p, &to.join(e.file_name()));
-        } else {
-            std::fs::copy(&p, to.join(e.file_name())).unwrap();
-        }
-    }
 }
 
 /// `podlife rejudge <run> --suites <suites> --reports <reports>`.
