@@ -11,8 +11,10 @@ mod error;
 mod exec;
 mod namespaces;
 mod target;
+mod update;
 mod watch_probe;
 pub use target::Target;
+pub use update::UpdateDone;
 pub use watch_probe::{WatchRequests, probe_watches};
 
 pub use connect::{CONNECT_TIMEOUT, Cluster, ConnectOptions, FreshClient, READ_TIMEOUT};

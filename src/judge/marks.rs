@@ -494,6 +494,27 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
         }
         MarkSpec::ActiveDeadline => active_deadline(tl),
+        MarkSpec::ObservedGeneration(g) => {
+            // Only the kubelet writes it, and never above the pod's generation: the first
+            // snapshot at or above `g` is when its sync of that spec was seen.
+            let latest = tl.snapshots.iter().rev().find_map(|s| s.observed_generation);
+            let s = tl
+                .snapshots
+                .iter()
+                .find(|s| s.observed_generation.is_some_and(|o| o >= *g))
+                .ok_or_else(|| match latest {
+                    Some(l) => format!("observedGeneration {g} never seen (the latest: {l})"),
+                    None => format!("observedGeneration {g} never seen (the kubelet wrote none)"),
+                })?;
+            let seen = s.observed_generation.unwrap_or_default();
+            Ok(Hit::new(
+                s.received,
+                ZERO,
+                Clock::Harness,
+                format!("observedGeneration {seen} seen {}", hms(s.received)),
+            )
+            .pod_watch())
+        }
         MarkSpec::PodGone => tl
             .deleted
             .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
@@ -522,6 +543,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::Exec => "exec",
                 ActionKind::UpdateObject => "object update",
                 ActionKind::DeleteObject => "object delete",
+                ActionKind::Update => "update",
             };
             let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
             hit.stream = Stream::Action;

@@ -8,6 +8,7 @@ mod count;
 mod event;
 mod exec;
 mod gap;
+mod generation;
 mod log;
 pub mod marks;
 pub mod measure;
@@ -38,6 +39,7 @@ use count::decide_count_in_gap;
 use event::{EVENTS_NOTE, event, event_type, events_lossy, scheduler_writes};
 use exec::exec;
 use gap::gap;
+use generation::{observed_generation, update};
 use log::log;
 use never::never;
 use order::order;
@@ -93,6 +95,8 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::StatusRow(r) => status::status_row_gaps(status::status_row(r, tl), tl),
         Expectation::QosClass(q) => status::qos_class(*q, tl),
         Expectation::Exec(x) => exec(x, tl),
+        Expectation::Update(x) => update(x, tl),
+        Expectation::ObservedGeneration(x) => observed_generation(case, x, tl),
     };
     let j = restart_hides_absence(j, tl);
     Verdict {

@@ -61,6 +61,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
     let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
     let mut execs = tl.actions.iter().filter(|a| a.kind == ActionKind::Exec);
+    let mut updates = tl.actions.iter().filter(|a| a.kind == ActionKind::Update);
     let mut objects = tl
         .actions
         .iter()
@@ -152,6 +153,25 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                     Some(_) => None,
                 }
             }
+            // The same step, repeated as often (what each update changed is the step's own).
+            Step::Update(u) => match updates
+                .next()
+                .inspect(|a| sent = Some(a))
+                .and_then(|a| a.update.as_ref())
+            {
+                None => Some(format!(
+                    "steps[{i}] update: the recording has no update `{}`",
+                    u.name.value
+                )),
+                Some(r) if r.name != u.name.value || r.times != u.times() => Some(format!(
+                    "steps[{i}] update: `{}` {} time(s) but the recording updated `{}` {} time(s)",
+                    u.name.value,
+                    u.times(),
+                    r.name,
+                    r.times
+                )),
+                Some(_) => None,
+            },
             Step::Patch(p) => match patches.next().inspect(|a| sent = Some(a)) {
                 None => Some(format!("steps[{i}] patch: the recording has no patch")),
                 Some(a) => {

@@ -365,6 +365,8 @@ struct ActionLine {
     /// An `exec` action's result.
     #[serde(default)]
     exec: Option<crate::observe::ExecResult>,
+    #[serde(default)]
+    update: Option<crate::observe::UpdateResult>,
 }
 
 /// `actions.jsonl` read: our requests as inputs, plus the attempt's recorded facts.
@@ -417,6 +419,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             // `command` names the object: `ConfigMap/name`.
             "update-object" => ActionKind::UpdateObject,
             "delete-object" => ActionKind::DeleteObject,
+            // `update` carries what the API answered (the generations, the count done).
+            "update" => ActionKind::Update,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };
@@ -440,6 +444,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
                         .map(|p| format!("DELETE {p}"))
                 }),
                 exec: a.exec,
+                update: a.update,
             }),
         ));
     }

@@ -318,6 +318,14 @@ pub struct Snapshot {
     /// `spec.activeDeadlineSeconds`, which a running pod may have set or shortened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_deadline_seconds: Option<i64>,
+    /// `metadata.generation`: the API server bumps it on every change of the pod's spec. Absent
+    /// in stored timelines written before podlife kept it (a recording's raw pod objects carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// `status.observedGeneration`: the generation of the spec the kubelet last synced the pod
+    /// from, written with its status (kubelets from 1.34 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// The STATUS column of `kubectl get pods` for this snapshot (see `observe::status`).
     /// Absent in timelines written before it existed: `Timeline::fill_columns` computes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,6 +354,8 @@ impl Snapshot {
             && self.qos_class == other.qos_class
             && self.start_time == other.start_time
             && self.active_deadline_seconds == other.active_deadline_seconds
+            && self.generation == other.generation
+            && self.observed_generation == other.observed_generation
     }
     /// The STATUS column (stored, or computed for timelines that predate it).
     pub fn status_column(&self, pod: &PodInfo) -> String {
@@ -573,6 +583,42 @@ pub struct Action {
     /// An `exec` step's result, as received: judged by `exec` expectations, live and on replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecResult>,
+    /// An `update` step's record: how many updates the API accepted and the generations it
+    /// answered, judged by `update` expectations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateResult>,
+}
+
+/// What an `update` step did: `times` GET-change-PUT rounds, each PUT carrying the
+/// resourceVersion its GET read. `error` set means it stopped before all were accepted.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateResult {
+    /// The step's name.
+    pub name: String,
+    /// Updates asked for.
+    pub times: u32,
+    /// Updates the API accepted.
+    pub accepted: u32,
+    /// `metadata.generation` of the pod the first GET read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_read: Option<i64>,
+    /// `metadata.generation` of the API's answer to the last accepted PUT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// When the first request was sent (the action is sent when its last PUT was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_sent: Option<Timestamp>,
+    /// 409 answers (the pod changed between a GET and its PUT), each answered by reading again.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conflicts: u32,
+    /// Why it stopped before every update was accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// What an exec returned. `error` set means it did not complete (timeout, an error status

@@ -230,6 +230,11 @@ pub fn run_live(
             if let crate::suite::Step::Exec(_) = &s.value {
                 extra.push(("create", "pods".into(), Some("exec")));
             }
+            // `update` steps read the pod and replace it.
+            if let crate::suite::Step::Update(_) = &s.value {
+                extra.push(("get", "pods".into(), None));
+                extra.push(("update", "pods".into(), None));
+            }
             if let (crate::suite::Step::Object(o), Some(obj)) = (&s.value, c.step_objects.get(&i)) {
                 let verb = if o.delete.is_some() { "delete" } else { "patch" };
                 extra.push((verb, format!("{}s", obj.kind.to_lowercase()), None));

@@ -234,6 +234,7 @@ impl Recorder {
                     ActionKind::Exec => "exec",
                     ActionKind::UpdateObject => "update-object",
                     ActionKind::DeleteObject => "delete-object",
+                    ActionKind::Update => "update",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
                 if let Some(g) = a.grace_period_seconds {
@@ -244,6 +245,9 @@ impl Recorder {
                 }
                 if let Some(x) = &a.exec {
                     v["exec"] = json!(x);
+                }
+                if let Some(u) = &a.update {
+                    v["update"] = json!(u);
                 }
                 write_line(&mut self.actions, &v)
             }

@@ -119,6 +119,10 @@ impl LoadedCase {
                         collect_images(&serde_json::json!({ "spec": spec }), &mut out);
                     }
                 }
+                Step::Update(u) => {
+                    let (_, rendered) = self.update_images(u, overrides);
+                    out.extend(rendered.into_values());
+                }
                 Step::Ephemeral(e) => {
                     let c = self.ephemeral_body(e, overrides);
                     collect_images(&serde_json::json!({ "spec": { "ephemeralContainers": [c] } }), &mut out);
@@ -153,6 +157,33 @@ impl LoadedCase {
             v.as_str().unwrap_or(s).to_string()
         };
         p.strategic_patch(&init, &render)
+    }
+
+    /// An `update` step's changes with images rendered like the pod's: `(init container names,
+    /// container name → image)`, for `UpdateStep::change`.
+    pub fn update_images(
+        &self,
+        u: &UpdateStep,
+        overrides: &BTreeMap<String, String>,
+    ) -> (BTreeSet<String>, BTreeMap<String, String>) {
+        let mut images = self.images.clone();
+        images.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let init = self
+            .containers
+            .iter()
+            .filter(|c| c.kind != ContainerKind::Regular && c.kind != ContainerKind::Ephemeral)
+            .map(|c| c.name.clone())
+            .collect();
+        let rendered = u
+            .container_images
+            .iter()
+            .map(|(name, image)| {
+                let mut v = serde_json::Value::String(image.value.clone());
+                substitute(&mut v, &images);
+                (name.clone(), v.as_str().unwrap_or(&image.value).to_string())
+            })
+            .collect();
+        (init, rendered)
     }
 
     /// The pod manifest with `${image.NAME}` replaced (overrides win over suite and built-ins).

@@ -261,6 +261,8 @@ impl Observer {
             qos_class: st.qos_class.clone(),
             start_time: st.start_time.as_ref().map(|t| t.0),
             active_deadline_seconds: pod.spec.as_ref().and_then(|s| s.active_deadline_seconds),
+            generation: pod.metadata.generation,
+            observed_generation: st.observed_generation,
             status: None,
             ready_column: None,
         }

@@ -138,6 +138,7 @@ pub(super) async fn observe_case(
             grace_period_seconds: None,
             detail: Some(o.id()),
             exec: None,
+            update: None,
         }));
     }
     let sent = Timestamp::now();
@@ -155,6 +156,7 @@ pub(super) async fn observe_case(
         grace_period_seconds: None,
         detail: None,
         exec: None,
+        update: None,
     }));
     let mut loop_ = Loop {
         api,
@@ -262,6 +264,7 @@ pub(super) async fn observe_case(
                             grace_period_seconds: None,
                             detail: Some(format!("{} in {}", x.command.value.join(" "), x.container.value)),
                             exec: Some(r),
+                            update: None,
                         }));
                         Ok(None)
                     }
@@ -283,6 +286,34 @@ pub(super) async fn observe_case(
                     (ActionKind::UpdateObject, futures::future::Either::Right(apply))
                 };
                 act(api, &mut loop_.obs, kind, None, Some(obj.id()), request).await
+            }
+            Step::Update(u) => {
+                let (init, images) = case.update_images(u, &env.images);
+                let first = Timestamp::now();
+                match api
+                    .update_pod(&pod_name, u, &init, &images, env.api_outage_budget)
+                    .await
+                {
+                    Ok(done) => {
+                        if let Some(e) = &done.result.error {
+                            eprintln!("    {}: steps[{i}] update `{}`: {e}", case.full_name(), u.name.value);
+                        }
+                        // Sent when the PUT that made the last change was: the kubelet reacts
+                        // to that one (a step that stopped early: when it began).
+                        let sent = done.last_put.or(done.result.first_sent).unwrap_or(first);
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Update,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: None,
+                            detail: Some(format!("{} × {}", u.name.value, u.times())),
+                            exec: None,
+                            update: Some(done.result),
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::from(e)),
+                }
             }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);
@@ -498,6 +529,7 @@ async fn act(
         grace_period_seconds,
         detail,
         exec: None,
+        update: None,
     }));
     Ok(None)
 }

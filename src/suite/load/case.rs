@@ -33,6 +33,7 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
     ephemeral_containers(ctx, c, &mut containers);
     let step_objects = object_steps(ctx, c, &objects);
     let exec_names = exec_steps(ctx, c, &containers);
+    let update_names = update_steps(ctx, c, &pod, &containers);
 
     let names: BTreeSet<&str> = containers.iter().map(|c| c.name.as_str()).collect();
     let mut refs = Refs {
@@ -42,6 +43,7 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
         all: &containers,
         each: None,
         execs: &exec_names,
+        updates: &update_names,
     };
     for (name, m) in &c.case.marks {
         refs.mark(m, &format!("{}.marks.{name}", c.path));
@@ -291,6 +293,156 @@ fn exec_steps(ctx: &mut Ctx, c: &CaseInput, containers: &[ContainerInfo]) -> BTr
     exec_names
 }
 
+/// The `update` steps checked: their names (each once), repeat counts, and that each change is
+/// one the API lets a running pod make (the rest it refuses as "pod updates may not change
+/// fields other than ...").
+fn update_steps(
+    ctx: &mut Ctx,
+    c: &CaseInput,
+    pod: &serde_json::Value,
+    containers: &[ContainerInfo],
+) -> BTreeSet<String> {
+    let (case, p) = (c.case, c.path);
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    // The pod's deadline as the steps leave it, for the next step's check.
+    let mut deadline = pod.pointer("/spec/activeDeadlineSeconds").and_then(|v| v.as_i64());
+    for (i, s) in case.steps.iter().enumerate() {
+        match &s.value {
+            Step::Patch(pt) => {
+                if let Some(d) = &pt.active_deadline_seconds {
+                    deadline = Some(d.value);
+                }
+                continue;
+            }
+            Step::Update(_) => {}
+            _ => continue,
+        }
+        let Step::Update(u) = &s.value else { continue };
+        let sp = format!("{p}.steps[{i}].update");
+        let n = u.name.value.as_str();
+        let ok = !n.is_empty()
+            && n.len() <= 63
+            && n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !ok {
+            ctx.err(
+                &u.name,
+                format!("{sp}.name"),
+                format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
+            );
+        } else if !names.insert(n.to_string()) {
+            ctx.err(
+                &u.name,
+                format!("{sp}.name"),
+                format!("`{n}` names another update step too: each update step its own name"),
+            );
+        }
+        if let Some(t) = &u.times
+            && !(1..=MAX_UPDATE_TIMES).contains(&t.value)
+        {
+            ctx.err(
+                t,
+                format!("{sp}.times"),
+                format!("must be 1 to {MAX_UPDATE_TIMES}, got {}", t.value),
+            );
+        }
+        for (j, t) in u.tolerations.iter().enumerate() {
+            if let Some(why) = toleration_problem(&t.value) {
+                ctx.err(t, format!("{sp}.tolerations[{j}]"), why);
+            }
+        }
+        if let Some(d) = &u.active_deadline_seconds {
+            let path = format!("{sp}.activeDeadlineSeconds");
+            match d.value {
+                DeadlineChange::Set(v) if v < 1 => ctx.err(d, path, format!("must be 1 or more, got {v}")),
+                DeadlineChange::Set(v) => {
+                    if let Some(cur) = deadline
+                        && v > cur
+                    {
+                        ctx.err(
+                            d,
+                            path,
+                            format!("the API only lets a running pod lower activeDeadlineSeconds; it is {cur} by then, the update raises it to {v}"),
+                        );
+                    }
+                    deadline = Some(v);
+                }
+                DeadlineChange::Decrement => match deadline {
+                    None => ctx.err(
+                        d,
+                        path,
+                        "decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
+                    ),
+                    Some(cur) if cur <= i64::from(u.times()) => ctx.err(
+                        d,
+                        path,
+                        format!(
+                            "{} decrements of {cur} would reach 0: activeDeadlineSeconds must stay 1 or more",
+                            u.times()
+                        ),
+                    ),
+                    Some(cur) => deadline = Some(cur - i64::from(u.times())),
+                },
+            }
+        }
+        for (name, image) in &u.container_images {
+            let path = format!("{sp}.containerImages.{name}");
+            match containers.iter().find(|c| &c.name == name) {
+                None => {
+                    let known = containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+                    ctx.err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
+                }
+                Some(c) if c.kind == ContainerKind::Ephemeral => ctx.err(
+                    image,
+                    path,
+                    format!("`{name}` is an ephemeral container: the API lets an update change only its containers' and init containers' images"),
+                ),
+                Some(_) if image.value.trim().is_empty() => ctx.err(image, path, "the image is empty"),
+                Some(_) => {
+                    if let Some(e) =
+                        super::templates::unknown_template(&serde_json::Value::String(image.value.clone()), c.images)
+                    {
+                        ctx.err(image, path, e);
+                    }
+                }
+            }
+        }
+        if let Some(g) = &u.generation
+            && g.value < 0
+        {
+            ctx.err(
+                g,
+                format!("{sp}.generation"),
+                format!("must be 0 or more, got {}", g.value),
+            );
+        }
+    }
+    names
+}
+
+/// Why the API would refuse this toleration (validateTolerations), if it would.
+fn toleration_problem(t: &Toleration) -> Option<String> {
+    let op = t.operator.as_deref().unwrap_or("Equal");
+    if !matches!(op, "Equal" | "Exists") {
+        return Some(format!("operator `{op}`: use Equal or Exists"));
+    }
+    if op == "Exists" && t.value.as_deref().is_some_and(|v| !v.is_empty()) {
+        return Some("operator Exists takes no value".into());
+    }
+    if t.key.as_deref().unwrap_or("").is_empty() && op != "Exists" {
+        return Some("an empty key needs operator Exists".into());
+    }
+    if let Some(e) = &t.effect
+        && !matches!(e.as_str(), "" | "NoSchedule" | "PreferNoSchedule" | "NoExecute")
+    {
+        return Some(format!("effect `{e}`: use NoSchedule, PreferNoSchedule or NoExecute"));
+    }
+    if t.toleration_seconds.is_some() && t.effect.as_deref() != Some("NoExecute") {
+        return Some("tolerationSeconds only goes with effect NoExecute".into());
+    }
+    None
+}
+
 /// The other steps' marks and fields.
 fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
     let (case, p, images) = (c.case, c.path, c.images);
@@ -316,7 +468,7 @@ fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(refs, s, patch, &sp, pod, images),
             // Checked above, with the containers.
-            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) => {}
+            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) | Step::Update(_) => {}
         }
     }
 }
@@ -333,6 +485,7 @@ fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
             Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
             Step::Sleep(d) => (d.r#for.0, "sleep"),
             Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
+            Step::Update(u) => (u.min_duration(), "update's paced updates"),
             _ => continue,
         };
         worst = worst.saturating_add(took);

@@ -13,6 +13,8 @@ pub(super) struct Refs<'a, 'b> {
     pub(super) each: Option<String>,
     /// Names of the case's `exec` steps.
     pub(super) execs: &'a BTreeSet<String>,
+    /// Names of the case's `update` steps.
+    pub(super) updates: &'a BTreeSet<String>,
 }
 
 impl Refs<'_, '_> {
@@ -108,6 +110,15 @@ impl Refs<'_, '_> {
                 if st.is.trim().is_empty() {
                     self.ctx
                         .err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
+                }
+            }
+            MarkSpec::ObservedGeneration(g) => {
+                if *g < 1 {
+                    self.ctx.err(
+                        &Loc::new(()),
+                        path.to_string(),
+                        format!("observedGeneration {g}: a pod's generation starts at 1"),
+                    );
                 }
             }
             MarkSpec::Phase(_)
@@ -394,6 +405,51 @@ impl Refs<'_, '_> {
                         format!("{path}.exec"),
                         "an exec expectation needs `stdout`, `stdoutRegex`, `stderr`, `stderrRegex` or `exitCode`: without one it certifies nothing",
                     );
+                }
+            }
+            Expectation::Update(x) => {
+                if !self.updates.contains(&x.name.value) {
+                    let known = self.updates.iter().cloned().collect::<Vec<_>>().join(", ");
+                    self.ctx.err(
+                        &x.name,
+                        format!("{path}.update.name"),
+                        format!(
+                            "no update step named `{}` (update steps: {})",
+                            x.name.value,
+                            if known.is_empty() { "none".into() } else { known }
+                        ),
+                    );
+                }
+                if x.generation.is_none() && x.generation_read.is_none() {
+                    self.ctx.err(
+                        &x.name,
+                        format!("{path}.update"),
+                        "an update expectation needs `generation` or `generationRead`: without one it certifies nothing",
+                    );
+                }
+                for (field, g) in [("generation", x.generation), ("generationRead", x.generation_read)] {
+                    if let Some(g) = g
+                        && g < 1
+                    {
+                        self.ctx.err(
+                            &x.name,
+                            format!("{path}.update.{field}"),
+                            format!("{g}: a pod's generation starts at 1"),
+                        );
+                    }
+                }
+            }
+            Expectation::ObservedGeneration(x) => {
+                if x.is < 1 {
+                    self.ctx.err(
+                        case_name,
+                        format!("{path}.observedGeneration.is"),
+                        format!("{}: a pod's generation starts at 1", x.is),
+                    );
+                }
+                self.mark_ref(&x.after, &format!("{path}.observedGeneration.after"));
+                if let Some(b) = &x.before {
+                    self.mark_ref(b, &format!("{path}.observedGeneration.before"));
                 }
             }
             Expectation::Never(n) => {

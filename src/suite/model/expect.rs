@@ -39,6 +39,40 @@ pub enum Expectation {
     QosClass(QosClass),
     /// The recorded result of an `exec` step: its stdout, stderr and exit code.
     Exec(ExecExpect),
+    /// The recorded result of an `update` step: every update accepted, and the pod's
+    /// `metadata.generation` the API answered.
+    Update(UpdateExpect),
+    /// The pod's `status.observedGeneration` is exactly `is` in every state from `after` (the
+    /// state current then) until `before` (or the end of the observation).
+    ObservedGeneration(ObservedGenerationExpect),
+}
+
+/// `update: {name: tolerations, generationRead: 1, generation: 2}`: judged on the recorded
+/// record of the step. An update that did not complete leaves it undecided.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateExpect {
+    /// The `update` step's name.
+    pub name: Loc<String>,
+    /// `metadata.generation` of the pod as the step's first GET read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation_read: Option<i64>,
+    /// `metadata.generation` in the API's answer to the step's last PUT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+}
+
+/// `observedGeneration: {is: 1, after: emptyUpdate, before: tolerationsUpdate}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ObservedGenerationExpect {
+    /// The value every state in the window shows.
+    pub is: i64,
+    /// From the state current at this mark.
+    pub after: MarkRef,
+    /// Until this mark (default: the end of the observation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<MarkRef>,
 }
 
 /// `exec: {name: marco, stdout: "marco\n", exitCode: 0}`: judged on the recorded result. An exec
@@ -82,6 +116,8 @@ impl Expectation {
             Expectation::StatusRow(_) => "statusRow",
             Expectation::QosClass(_) => "qosClass",
             Expectation::Exec(_) => "exec",
+            Expectation::Update(_) => "update",
+            Expectation::ObservedGeneration(_) => "observedGeneration",
         }
     }
 }

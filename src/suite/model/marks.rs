@@ -118,6 +118,10 @@ pub enum MarkSpec {
     /// already past when it was set (harness receive time): a deadline cannot expire before the
     /// kubelet learns of it.
     ActiveDeadline,
+    /// The first snapshot whose `status.observedGeneration` is at least this (harness receive
+    /// time): the kubelet has synced the pod from the spec of that generation and written its
+    /// status. `observedGeneration: 2`.
+    ObservedGeneration(i64),
     /// One of podlife's own actions (harness clock).
     Action(ActionMark),
     /// A container's `ready` status flag becoming a value (harness receive time).
@@ -145,6 +149,7 @@ impl MarkSpec {
             MarkSpec::Status(_) => "status",
             MarkSpec::PodGone => "podGone",
             MarkSpec::ActiveDeadline => "activeDeadline",
+            MarkSpec::ObservedGeneration(_) => "observedGeneration",
             MarkSpec::Action(_) => "action",
             MarkSpec::Ready(_) => "ready",
             MarkSpec::Started(_) => "started",
@@ -210,6 +215,7 @@ impl fmt::Display for MarkSpec {
             MarkSpec::Status(st) => write!(f, "{} STATUS {}", st.occurrence, st.is),
             MarkSpec::PodGone => f.write_str("pod gone"),
             MarkSpec::ActiveDeadline => f.write_str("active deadline ran out"),
+            MarkSpec::ObservedGeneration(g) => write!(f, "observedGeneration {g}"),
             MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
             MarkSpec::Ready(r) => write!(f, "{} {} ready={}", r.occurrence, r.container, r.value),
             MarkSpec::Started(r) => write!(f, "{} {} started={}", r.occurrence, r.container, r.value),
@@ -509,4 +515,7 @@ pub enum ActionKind {
     UpdateObject,
     /// An object was deleted while the pod ran (`object: {delete}` step).
     DeleteObject,
+    /// The pod was updated (`update` step: GET, change, PUT with the resourceVersion read); a
+    /// step repeated `times` is one action, sent when its last PUT was.
+    Update,
 }

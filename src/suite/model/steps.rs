@@ -26,6 +26,9 @@ pub enum Step {
     /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
     /// one this case created.
     Object(ObjectStep),
+    /// Update the pod as a client's Update does: read it, change it, PUT it back with the
+    /// resourceVersion read (a 409 reads again), `times` times in a row.
+    Update(UpdateStep),
 }
 
 /// A fixed wait. `pacing: true` says the wait only spaces our next request so that the live
@@ -248,6 +251,238 @@ impl PatchStep {
             patch.insert("spec".into(), spec.into());
         }
         patch.into()
+    }
+}
+
+/// `update: {name: tolerations, tolerations: [...], activeDeadlineSeconds: 5000,
+/// containerImages: {main: ref}, annotations: {k: v}, generation: 1, times: 1}`: a full update of
+/// the pod (GET, change, PUT with the resourceVersion read), of what the API lets a running pod
+/// change, plus what a client may send and the API ignores (`metadata.generation`). `update:
+/// {name: x}` alone sends the pod back unchanged.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateStep {
+    /// The name `update` expectations refer to (`[a-z0-9-]`, unique in the case).
+    pub name: Loc<String>,
+    /// Tolerations added to the pod's (the API lets a running pod only add tolerations); one
+    /// already there is not added twice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Loc<Toleration>>,
+    /// `spec.activeDeadlineSeconds`: a number (≥ 1, never above the pod's: the API only lets a
+    /// running pod set or lower it), or `decrement` (the value read, less 1, on each update).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_deadline_seconds: Option<Loc<DeadlineChange>>,
+    /// New images by container or init container name; templates as in manifests.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub container_images: BTreeMap<String, Loc<String>>,
+    /// Annotations to set (a null value removes the key).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, Option<String>>,
+    /// Labels to set (a null value removes the key).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, Option<String>>,
+    /// `metadata.generation` as the client sends it (the API server owns the field and ignores
+    /// what a client writes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Loc<i64>>,
+    /// How many updates in a row (default 1, at most 1000), paced at most `UPDATES_PER_SEC` a
+    /// second; one action on the timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<Loc<u32>>,
+}
+
+/// The most updates an `update` step sends in a second: each is a GET and a PUT, so the API
+/// server the run measures gets at most twice as many requests from it.
+pub const UPDATES_PER_SEC: u32 = 10;
+/// The most updates one `update` step may repeat.
+pub const MAX_UPDATE_TIMES: u32 = 1000;
+
+impl UpdateStep {
+    pub fn times(&self) -> u32 {
+        self.times.as_ref().map_or(1, |t| t.value)
+    }
+
+    /// The least time the step takes at its pace (its first update is sent at once).
+    pub fn min_duration(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(u64::from(self.times().saturating_sub(1)) * 1000 / u64::from(UPDATES_PER_SEC))
+    }
+
+    /// Changes `pod` (as read from the API, untyped so that fields newer than our types go back
+    /// as read) the way one update of this step does. `init` names the init containers;
+    /// `images` is `containerImages` rendered (`LoadedCase::update_images`). An error names what
+    /// the pod lacks (a decrement of a pod without a deadline, a container it does not have).
+    pub fn change(
+        &self,
+        pod: &mut serde_json::Value,
+        init: &BTreeSet<String>,
+        images: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        let pod = pod.as_object_mut().ok_or("the pod read is not an object")?;
+        for (key, map) in [("annotations", &self.annotations), ("labels", &self.labels)] {
+            if map.is_empty() {
+                continue;
+            }
+            let meta = object_at(pod, "metadata");
+            let m = object_at(meta, key);
+            for (k, v) in map {
+                match v {
+                    Some(v) => {
+                        m.insert(k.clone(), v.clone().into());
+                    }
+                    None => {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+        if let Some(g) = &self.generation {
+            object_at(pod, "metadata").insert("generation".into(), g.value.into());
+        }
+        if !self.tolerations.is_empty() {
+            let spec = object_at(pod, "spec");
+            let list = spec
+                .entry("tolerations")
+                .or_insert_with(|| serde_json::Value::Array(vec![]));
+            if !list.is_array() {
+                *list = serde_json::Value::Array(vec![]);
+            }
+            let list = list.as_array_mut().expect("an array");
+            for t in &self.tolerations {
+                let t = serde_json::to_value(&t.value).unwrap_or_default();
+                if !list.contains(&t) {
+                    list.push(t);
+                }
+            }
+        }
+        if let Some(d) = &self.active_deadline_seconds {
+            let spec = object_at(pod, "spec");
+            let new = match d.value {
+                DeadlineChange::Set(n) => n,
+                DeadlineChange::Decrement => {
+                    let cur = spec
+                        .get("activeDeadlineSeconds")
+                        .and_then(|v| v.as_i64())
+                        .ok_or("activeDeadlineSeconds: decrement, but the pod has no deadline")?;
+                    if cur <= 1 {
+                        return Err(format!(
+                            "activeDeadlineSeconds: decrement, but the pod's is {cur} (it must stay 1 or more)"
+                        ));
+                    }
+                    cur - 1
+                }
+            };
+            spec.insert("activeDeadlineSeconds".into(), new.into());
+        }
+        for (name, image) in images {
+            let key = if init.contains(name) {
+                "initContainers"
+            } else {
+                "containers"
+            };
+            let spec = object_at(pod, "spec");
+            let c = spec
+                .get_mut(key)
+                .and_then(|l| l.as_array_mut())
+                .and_then(|l| {
+                    l.iter_mut()
+                        .find(|c| c.get("name").and_then(|n| n.as_str()) == Some(name))
+                })
+                .and_then(|c| c.as_object_mut())
+                .ok_or_else(|| format!("containerImages: the pod read has no {key} entry `{name}`"))?;
+            c.insert("image".into(), image.clone().into());
+        }
+        Ok(())
+    }
+
+    /// True when the step changes the pod's spec (the API server then bumps its generation).
+    pub fn changes_spec(&self) -> bool {
+        !self.tolerations.is_empty() || self.active_deadline_seconds.is_some() || !self.container_images.is_empty()
+    }
+}
+
+/// The object at `key` of `o`, made one if it is absent or not an object.
+fn object_at<'a>(
+    o: &'a mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+) -> &'a mut serde_json::Map<String, serde_json::Value> {
+    let e = o.entry(key).or_insert_with(|| serde_json::json!({}));
+    if !e.is_object() {
+        *e = serde_json::json!({});
+    }
+    e.as_object_mut().expect("an object")
+}
+
+/// A toleration as in `spec.tolerations`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Toleration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// `Equal` (default) or `Exists`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// `NoSchedule`, `PreferNoSchedule` or `NoExecute` (empty: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    /// Only with `NoExecute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// An `update` step's `activeDeadlineSeconds`: a value, or `decrement` (1 less than read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlineChange {
+    Set(i64),
+    Decrement,
+}
+
+impl<'de> Deserialize<'de> for DeadlineChange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DeadlineChange;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number of seconds or `decrement`")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<DeadlineChange, E> {
+                Ok(DeadlineChange::Set(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<DeadlineChange, E> {
+                i64::try_from(v)
+                    .map(DeadlineChange::Set)
+                    .map_err(|_| E::custom(format!("{v} is out of range")))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<DeadlineChange, E> {
+                match s {
+                    "decrement" => Ok(DeadlineChange::Decrement),
+                    _ => Err(E::custom(format!("`{s}`: give a number of seconds or `decrement`"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for DeadlineChange {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DeadlineChange::Set(n) => s.serialize_i64(*n),
+            DeadlineChange::Decrement => s.serialize_str("decrement"),
+        }
+    }
+}
+
+impl JsonSchema for DeadlineChange {
+    fn schema_name() -> Cow<'static, str> {
+        "DeadlineChange".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A number of seconds (≥ 1), or `decrement`: the value read less 1.",
+            "anyOf": [{"type": "integer", "minimum": 1}, {"const": "decrement"}]
+        })
     }
 }
 
