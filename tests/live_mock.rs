@@ -1531,3 +1531,134 @@ fn a_stalled_connection_of_podlifes_own_is_told_from_an_api_server_that_took_no_
         "{down:#?}"
     );
 }
+
+/// An `update` case against the fake API server: GET, change, PUT with the resourceVersion read;
+/// the fake bumps the generation on each spec change and its kubelet writes observedGeneration.
+const UPDATES: &str = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - update: {name: set, activeDeadlineSeconds: 100}
+      - waitFor: {until: {observedGeneration: 2}, timeout: 20s}
+      - update: {name: dec, activeDeadlineSeconds: decrement, times: 5}
+      - update: {name: notes, annotations: {k: v}, generation: 1}
+      - waitFor: {until: {observedGeneration: 7}, timeout: 20s}
+    expect:
+      - update: {name: set, generationRead: 1, generation: 2}
+      - update: {name: dec, generationRead: 2, generation: 7}
+      - update: {name: notes, generationRead: 7, generation: 7}
+      - order: [{action: {action: update, occurrence: 2}}, {observedGeneration: 7}]
+"#;
+
+/// The PUTs the fake API server received, as sent.
+fn pod_puts(e: &Env) -> Vec<serde_json::Value> {
+    e.fake.lock().unwrap().pod_puts.clone()
+}
+
+#[test]
+fn update_steps_put_what_they_read_changed_and_the_generations_are_judged() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run_passing_with(&e, &o, UPDATES);
+    let puts = pod_puts(&e);
+    assert_eq!(puts.len(), 7, "{puts:#?}");
+    // Each PUT carries the resourceVersion its GET read, and the change.
+    assert!(puts.iter().all(|p| p.pointer("/metadata/resourceVersion").is_some()));
+    let deadlines: Vec<_> = puts
+        .iter()
+        .map(|p| p.pointer("/spec/activeDeadlineSeconds").and_then(|v| v.as_i64()))
+        .collect();
+    assert_eq!(
+        deadlines,
+        [100, 99, 98, 97, 96, 95, 95].map(Some),
+        "set, then read and lowered by 1 each time"
+    );
+    assert_eq!(puts[6].pointer("/metadata/generation"), Some(&serde_json::json!(1)));
+    assert_eq!(
+        puts[6].pointer("/metadata/annotations/k"),
+        Some(&serde_json::json!("v"))
+    );
+    // One action per step, with its record.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let tl = podlife::observe::Recording::read(&rec).unwrap().timeline();
+    let u: Vec<_> = tl.actions.iter().filter_map(|a| a.update.as_ref()).collect();
+    assert_eq!(u.len(), 3);
+    assert_eq!((u[1].times, u[1].accepted, u[1].generation), (5, 5, Some(7)));
+    assert!(tl.snapshots.iter().any(|s| s.observed_generation == Some(7)));
+    // The recording replays to the same verdicts.
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), UPDATES)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    // A recording of fewer updates is not evidence for this case.
+    let more = UPDATES.replace("times: 5", "times: 6");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &more)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+}
+
+/// A hostile API server: two 409s (the pod changed between read and PUT), a 500 that applied
+/// nothing, and a 500 after the write (the answer lost). The step reads again each time, sends
+/// no update twice (the generation read back says the lost one took effect), and the case passes
+/// with the right generations.
+#[test]
+fn update_steps_read_again_after_conflicts_and_lost_answers() {
+    let e = env(|f| {
+        f.pod_put_conflicts = 2;
+        f.pod_put_errors = 1;
+        f.pod_put_lost_answers = 1;
+    });
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run_passing_with(&e, &o, UPDATES);
+    // 7 accepted, 2 conflicts, 1 refused: 10 PUTs; the lost answer's update is not sent again.
+    assert_eq!(pod_puts(&e).len(), 10, "{:#?}", e.fake.lock().unwrap().requests);
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let tl = podlife::observe::Recording::read(&rec).unwrap().timeline();
+    let conflicts: u32 = tl
+        .actions
+        .iter()
+        .filter_map(|a| a.update.as_ref())
+        .map(|u| u.conflicts)
+        .sum();
+    assert_eq!(conflicts, 2);
+}
+
+/// A server that answers every PUT 409: the step stops after its bounded reads, records why,
+/// and its expectations are undecided with that cause, never passed.
+#[test]
+fn an_update_that_never_gets_through_is_undecided_with_its_cause() {
+    let e = env(|f| f.pod_put_conflicts = 1000);
+    let out = run(&e, &opts(e.dir.path()), UPDATES).unwrap();
+    let c = &out.summary.cases[0];
+    assert_ne!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    assert_eq!(pod_puts(&e).len(), 8, "bounded: 8 reads per update");
+    let v = &c.attempts[0].verdicts;
+    let u = v.iter().find(|v| v.kind == "update").unwrap();
+    assert_eq!(u.outcome, podlife::judge::Outcome::Undecided, "{v:#?}");
+    assert!(
+        u.evidence.contains("stopped early") && u.evidence.contains("no PUT accepted"),
+        "{u:#?}"
+    );
+    assert!(
+        v.iter()
+            .all(|v| v.outcome != podlife::judge::Outcome::Pass || v.kind != "update"),
+        "{v:#?}"
+    );
+}
+
+/// A kubelet that never writes observedGeneration: the wait for it times out and the case
+/// fails.
+#[test]
+fn a_kubelet_that_never_reports_the_generation_fails() {
+    let e = env(|f| f.kubelet_ignores_generation = true);
+    let body = UPDATES.replace("timeout: 20s", "timeout: 2s");
+    let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Failed, "{:#?}", c.attempts);
+    let v = &c.attempts[0].verdicts;
+    assert!(
+        v.iter().any(|v| v.evidence.contains("observedGeneration 2 never seen")),
+        "{v:#?}"
+    );
+}

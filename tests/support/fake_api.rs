@@ -232,7 +232,7 @@ fn load_script(dir: &Path) -> Script {
             .and_then(|s| s.as_str())
             .map(|s| s.parse::<Timestamp>().unwrap());
         match v["action"].as_str() {
-            Some("create-pod") => create = sent,
+            Some("create-pod" | "apply-pod") => create = sent,
             Some("delete") => delete = sent,
             _ => {}
         }
@@ -297,6 +297,55 @@ struct PodRun {
     /// The node it runs on (`FakeState::nodes`), when the fake presents nodes.
     node: Option<String>,
     stretch: f64,
+    /// Versions written after the apply by pod PUTs and the fake kubelet's answers to them.
+    extra: Vec<Item>,
+    /// `metadata.generation`: 1 at creation, bumped by each PUT that changes the spec.
+    generation: i64,
+}
+
+impl PodRun {
+    /// The newest version due now (recorded or written since), with its generation.
+    fn current(&self, now: Instant) -> Option<Item> {
+        let mut latest = self
+            .script
+            .pods
+            .iter()
+            .chain(&self.extra)
+            .filter(|i| self.due(i.offset, i.after_delete).is_some_and(|d| d <= now))
+            .max_by_key(|i| i.rv)
+            // The pod exists from its apply on, before the first recorded version is due.
+            .or(self.script.pods.first())
+            .cloned()?;
+        latest.object = self.localize(&latest.object);
+        latest.object["metadata"]["generation"] = json!(self.generation);
+        latest.object["metadata"]["resourceVersion"] = json!(latest.rv.to_string());
+        Some(latest)
+    }
+
+    /// A version written now (`delay` later for the kubelet's), after every other.
+    fn write(&mut self, object: Value, delay: Duration) -> u64 {
+        let rv = self
+            .script
+            .pods
+            .iter()
+            .chain(&self.extra)
+            .map(|i| i.rv)
+            .max()
+            .unwrap_or(0)
+            .max(100_000)
+            + 1;
+        let mut object = object;
+        object["metadata"]["resourceVersion"] = json!(rv.to_string());
+        let at = self.applied.elapsed() + delay;
+        self.extra.push(Item {
+            offset: at.as_secs_f64() / self.stretch,
+            after_delete: false,
+            rv,
+            kind: "MODIFIED".into(),
+            object,
+        });
+        rv
+    }
 }
 
 impl PodRun {
@@ -359,6 +408,19 @@ pub struct FakeState {
     pub objects: Vec<(String, String, String, Value)>,
     /// Requests to `pods/<name>/ephemeralcontainers`: `(method, content type, body)`.
     pub ephemeral: Vec<(String, String, Value)>,
+    /// Bodies of pod PUTs (an `update` step), in order, as sent.
+    pub pod_puts: Vec<Value>,
+    /// The next this many pod PUTs answer 409 although their resourceVersion is current (the
+    /// pod changed between the read and the PUT).
+    pub pod_put_conflicts: u32,
+    /// The next this many pod PUTs answer 500 without applying (etcd timing out).
+    pub pod_put_errors: u32,
+    /// The next this many pod PUTs are applied and then answered 500 (an answer lost after the
+    /// write): only a read tells the client the change took effect.
+    pub pod_put_lost_answers: u32,
+    /// The fake kubelet never writes `status.observedGeneration` (a kubelet before 1.34, or a
+    /// broken one); otherwise it writes each new generation 50 ms after the API bumped it.
+    pub kubelet_ignores_generation: bool,
     /// The ephemeral containers the pod has (by patch or update), in order.
     pub ephemeral_containers: Vec<Value>,
     /// The next this many ephemeral-container PUTs answer 409: the pod changed between the
@@ -929,6 +991,8 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     deleted: None,
                     stretch: node.as_ref().map_or(1.0, |n| n.stretch),
                     node: node.map(|n| n.name),
+                    extra: vec![],
+                    generation: 1,
                 },
             );
             let mut out = body.clone();
@@ -1052,6 +1116,71 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 }
                 None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
             }
+        }
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name]) => {
+            let s = st.lock().unwrap();
+            match s
+                .pods
+                .get(&(ns.to_string(), name.to_string()))
+                .and_then(|r| r.current(Instant::now()))
+            {
+                Some(i) => json_resp(200, i.object),
+                None => status(404, "NotFound", &format!("pods \"{name}\" not found")),
+            }
+        }
+        // An update: the API server's optimistic concurrency (409 on a stale resourceVersion),
+        // its generation (bumped when the spec changed; a client's value ignored), and the fake
+        // kubelet's status write of observedGeneration after it.
+        ("PUT", ["api", "v1", "namespaces", ns, "pods", name]) => {
+            let mut s = st.lock().unwrap();
+            s.pod_puts.push(body.clone());
+            if s.pod_put_errors > 0 {
+                s.pod_put_errors -= 1;
+                return status(500, "InternalError", "etcdserver: request timed out");
+            }
+            if s.pod_put_conflicts > 0 {
+                s.pod_put_conflicts -= 1;
+                return status(
+                    409,
+                    "Conflict",
+                    "Operation cannot be fulfilled on pods: the object has been modified; please apply your changes to the latest version and try again",
+                );
+            }
+            let lose = s.pod_put_lost_answers > 0;
+            if lose {
+                s.pod_put_lost_answers -= 1;
+            }
+            let observes = !s.kubelet_ignores_generation;
+            let Some(run) = s.pods.get_mut(&(ns.to_string(), name.to_string())) else {
+                return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+            };
+            let Some(cur) = run.current(Instant::now()) else {
+                return status(404, "NotFound", &format!("pods \"{name}\" not found"));
+            };
+            if body["metadata"]["resourceVersion"] != json!(cur.rv.to_string()) {
+                return status(
+                    409,
+                    "Conflict",
+                    "Operation cannot be fulfilled on pods: the object has been modified; please apply your changes to the latest version and try again",
+                );
+            }
+            if body["spec"] != cur.object["spec"] {
+                run.generation += 1;
+            }
+            let mut out = body.clone();
+            out["metadata"]["generation"] = json!(run.generation);
+            out["status"] = cur.object["status"].clone();
+            let rv = run.write(out.clone(), Duration::ZERO);
+            out["metadata"]["resourceVersion"] = json!(rv.to_string());
+            if observes {
+                let mut seen = out.clone();
+                seen["status"]["observedGeneration"] = json!(run.generation);
+                run.write(seen, Duration::from_millis(50));
+            }
+            if lose {
+                return status(500, "InternalError", "etcdserver: leader changed");
+            }
+            json_resp(200, out)
         }
         ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch, &q).await,
         ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch, &q).await,
@@ -1305,13 +1434,14 @@ fn select_for(s: &FakeState, ns: &str, kind: Kind) -> Vec<(Option<Instant>, Item
         if pns != ns {
             continue;
         }
+        let extra: &[Item] = if kind == Kind::Pods { &run.extra } else { &[] };
         let list = if kind == Kind::Pods {
             &run.script.pods
         } else {
             &run.script.events
         };
         let lag = if kind == Kind::Pods { s.pod_watch_lag } else { None };
-        for i in list {
+        for i in list.iter().chain(extra) {
             let mut i = i.clone();
             i.object = run.localize(&i.object);
             let due = run.due(i.offset, i.after_delete).map(|d| d + lag.unwrap_or_default());
