@@ -48,7 +48,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation.yaml:7:9: cases[0].expect[1]: unknown variant \
              `exitStatus`, expected one of phase, phases, container, condition, order, gap, \
-             event, log, backoff, never, statuses, statusRow, qosClass, exec",
+             event, log, backoff, never, statuses, statusRow, qosClass, exec, update, observedGeneration",
         ),
     ),
     (
@@ -274,6 +274,35 @@ const CASES: &[(&str, Option<&str>)] = &[
         "duration-above-max.yaml",
         Some(
             "tests/malformed/duration-above-max.yaml:6:16: cases[0].steps[0].sleep: duration \"25h\" is above the 24h maximum",
+        ),
+    ),
+    // The update step: its fields, its repeat count, what the API refuses, its expectation.
+    (
+        "update-times-zero.yaml",
+        Some("tests/malformed/update-times-zero.yaml:6:59: cases[0].steps[0].update.times: must be 1 to 1000, got 0"),
+    ),
+    (
+        "update-decrement-no-deadline.yaml",
+        Some(
+            "tests/malformed/update-decrement-no-deadline.yaml:6:54: cases[0].steps[0].update.activeDeadlineSeconds: decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
+        ),
+    ),
+    (
+        "update-bad-toleration.yaml",
+        Some(
+            "tests/malformed/update-bad-toleration.yaml:8:25: cases[0].steps[0].update.tolerations[0]: operator Exists takes no value",
+        ),
+    ),
+    (
+        "update-unknown-field.yaml",
+        Some(
+            "tests/malformed/update-unknown-field.yaml:6:27: cases[0].steps[0].update.nodeName: unknown field `nodeName`, expected one of name, tolerations, activeDeadlineSeconds, containerImages, annotations, labels, generation, times",
+        ),
+    ),
+    (
+        "update-expect-unknown-step.yaml",
+        Some(
+            "tests/malformed/update-expect-unknown-step.yaml:8:24: cases[0].expect[0].update.name: no update step named `y` (update steps: x)",
         ),
     ),
     (

@@ -572,6 +572,7 @@ fn ephemeral_timeline() -> Timeline {
         grace_period_seconds: None,
         detail: Some("debugger via patch".into()),
         exec: None,
+        update: None,
     }));
     obs.push(pod(
         "2026-12-01T10:00:05.100Z",
@@ -776,6 +777,7 @@ fn rce_timeline() -> Timeline {
         grace_period_seconds: None,
         detail: None,
         exec: None,
+        update: None,
     }));
     let pod = |t: &str, phase: &str, m: Option<serde_json::Value>| Input::Pod {
         received: ts(t),

@@ -11,6 +11,7 @@ mod support;
 mod builtin_suites;
 mod evidence_gaps;
 mod format_features;
+mod generation_recordings;
 mod judge_mutations;
 mod observer;
 mod status_column;

@@ -505,3 +505,107 @@ pub struct DeleteStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_period_seconds: Option<i64>,
 }
+
+#[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    fn step(yaml: &str) -> UpdateStep {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    fn pod() -> serde_json::Value {
+        serde_json::json!({
+            "metadata": {"name": "p", "resourceVersion": "7", "generation": 3, "annotations": {"keep": "1", "drop": "2"}},
+            "spec": {
+                "activeDeadlineSeconds": 5000,
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+                "initContainers": [{"name": "init", "image": "busybox"}],
+                "containers": [{"name": "main", "image": "agnhost", "args": ["pause"]}],
+                "newerField": {"kept": true}
+            },
+            "status": {"phase": "Running"}
+        })
+    }
+
+    fn changed(u: &UpdateStep, images: &[(&str, &str)]) -> Result<serde_json::Value, String> {
+        let mut p = pod();
+        let init: BTreeSet<String> = ["init".to_string()].into();
+        let images = images.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        u.change(&mut p, &init, &images).map(|_| p)
+    }
+
+    #[test]
+    fn an_empty_update_sends_the_pod_back_as_read() {
+        let u = step("{name: empty}");
+        assert_eq!(changed(&u, &[]).unwrap(), pod());
+        assert!(!u.changes_spec());
+        assert_eq!((u.times(), u.min_duration()), (1, std::time::Duration::ZERO));
+    }
+
+    #[test]
+    fn each_field_changes_only_its_own_part_and_keeps_the_resource_version_read() {
+        let u = step(
+            "{name: all, tolerations: [{key: foo, operator: Equal, value: bar, effect: NoSchedule}], \
+             activeDeadlineSeconds: 4000, annotations: {drop: null, new: v}, generation: 1}",
+        );
+        let p = changed(&u, &[("main", "pause:3.10"), ("init", "pause:3.10")]).unwrap();
+        assert_eq!(p["metadata"]["resourceVersion"], "7", "the PUT carries what was read");
+        assert_eq!(p["metadata"]["generation"], 1, "as the client sends it");
+        assert_eq!(
+            p["metadata"]["annotations"],
+            serde_json::json!({"keep": "1", "new": "v"})
+        );
+        assert_eq!(p["spec"]["activeDeadlineSeconds"], 4000);
+        let tol = p["spec"]["tolerations"].as_array().unwrap();
+        assert_eq!(tol.len(), 2, "added to the pod's, never replacing them");
+        assert_eq!(
+            tol[1],
+            serde_json::json!({"key": "foo", "operator": "Equal", "value": "bar", "effect": "NoSchedule"})
+        );
+        assert_eq!(p["spec"]["containers"][0]["image"], "pause:3.10");
+        assert_eq!(p["spec"]["containers"][0]["args"], serde_json::json!(["pause"]));
+        assert_eq!(p["spec"]["initContainers"][0]["image"], "pause:3.10");
+        assert_eq!(
+            p["spec"]["newerField"],
+            serde_json::json!({"kept": true}),
+            "unknown fields go back as read"
+        );
+        assert_eq!(p["status"], pod()["status"]);
+        assert!(u.changes_spec());
+        // The same toleration again adds nothing.
+        let mut again = p.clone();
+        u.change(&mut again, &BTreeSet::new(), &BTreeMap::new()).unwrap();
+        assert_eq!(again["spec"]["tolerations"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_decrement_lowers_what_was_read_by_one_and_refuses_what_it_cannot() {
+        let u = step("{name: lower, activeDeadlineSeconds: decrement, times: 499}");
+        assert_eq!(changed(&u, &[]).unwrap()["spec"]["activeDeadlineSeconds"], 4999);
+        assert_eq!(u.times(), 499);
+        // 498 pauses of 100 ms: 10 updates a second.
+        assert_eq!(u.min_duration(), std::time::Duration::from_millis(49_800));
+        let mut p = pod();
+        p["spec"].as_object_mut().unwrap().remove("activeDeadlineSeconds");
+        let e = u.change(&mut p, &BTreeSet::new(), &BTreeMap::new()).unwrap_err();
+        assert!(e.contains("has no deadline"), "{e}");
+        p["spec"]["activeDeadlineSeconds"] = 1.into();
+        let e = u.change(&mut p, &BTreeSet::new(), &BTreeMap::new()).unwrap_err();
+        assert!(e.contains("must stay 1 or more"), "{e}");
+    }
+
+    #[test]
+    fn an_image_of_a_container_the_pod_lacks_is_an_error_not_a_new_container() {
+        let u = step("{name: img, containerImages: {other: x}}");
+        let e = changed(&u, &[("other", "x")]).unwrap_err();
+        assert!(e.contains("no containers entry `other`"), "{e}");
+    }
+
+    #[test]
+    fn a_deadline_is_a_number_or_decrement() {
+        assert!(serde_saphyr::from_str::<UpdateStep>("{name: x, activeDeadlineSeconds: lower}").is_err());
+        let u = step("{name: x, activeDeadlineSeconds: 5}");
+        assert_eq!(u.active_deadline_seconds.unwrap().value, DeadlineChange::Set(5));
+    }
+}
