@@ -366,7 +366,7 @@ struct ActionLine {
     #[serde(default)]
     exec: Option<crate::observe::ExecResult>,
     #[serde(default)]
-    update: Option<crate::observe::UpdateResult>,
+    update: Option<Box<crate::observe::UpdateResult>>,
 }
 
 /// `actions.jsonl` read: our requests as inputs, plus the attempt's recorded facts.

@@ -586,7 +586,7 @@ pub struct Action {
     /// An `update` step's record: how many updates the API accepted and the generations it
     /// answered, judged by `update` expectations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub update: Option<UpdateResult>,
+    pub update: Option<Box<UpdateResult>>,
 }
 
 /// What an `update` step did: `times` GET-change-PUT rounds, each PUT carrying the

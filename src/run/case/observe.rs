@@ -308,7 +308,7 @@ pub(super) async fn observe_case(
                             grace_period_seconds: None,
                             detail: Some(format!("{} × {}", u.name.value, u.times())),
                             exec: None,
-                            update: Some(done.result),
+                            update: Some(Box::new(done.result)),
                         }));
                         Ok(None)
                     }
