@@ -833,6 +833,65 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     );
 }
 
+/// `secondNamespace:` objects go into a second namespace the case owns: labelled like its own
+/// (the sweep and `clean` find it), created before the pod, and deleted with the case, also when
+/// the case errors.
+#[test]
+fn a_second_namespace_is_the_cases_own_and_goes_with_it() {
+    for fail in [false, true] {
+        let e = env(|f| {
+            if fail {
+                f.fail_apply.insert("restart-never-success".into());
+            }
+        });
+        write_objects(e.dir.path());
+        let body = NEVER_SUCCESS.replace(
+            "    manifest: REC/restart-never-success/manifest.yaml\n",
+            "    manifest: REC/restart-never-success/manifest.yaml\n    secondNamespace: [secret.yaml]\n    objects: [secret.yaml]\n",
+        );
+        let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+        let c = &out.summary.cases[0];
+        let expected = if fail { CaseStatus::Error } else { CaseStatus::Passed };
+        assert_eq!(c.status, expected, "{:#?}", c.attempts);
+        assert!(c.last().unwrap().cleanup.deleted, "{:?}", c.last().unwrap().cleanup);
+        let ns = "podlife-testrun1-mock-restart-never-success";
+        let second = podlife::suite::naming::second_namespace_name(ns);
+        let f = e.fake.lock().unwrap();
+        assert_eq!(
+            f.namespace_labels[&second], f.namespace_labels[ns],
+            "labelled as the case's own"
+        );
+        let seen: Vec<(&str, &str)> = f
+            .objects
+            .iter()
+            .map(|(n, _, name, _)| (n.as_str(), name.as_str()))
+            .collect();
+        assert_eq!(seen, [(second.as_str(), "creds"), (ns, "creds")]);
+        assert_eq!(f.objects[0].3["metadata"]["namespace"], second.as_str());
+        for n in [ns, second.as_str()] {
+            assert!(!f.namespace_exists(n), "{n} left: {:#?}", f.requests);
+            let deletes = (f.requests.iter())
+                .filter(|r| r.starts_with(&format!("DELETE /api/v1/namespaces/{n}?")))
+                .count();
+            // The case's DELETE, and the end-of-run sweep's for one still terminating then.
+            assert!(deletes >= 1, "{n}: {:#?}", f.requests);
+        }
+        if !fail {
+            let acts: Vec<String> = (c.timeline.as_ref().unwrap().actions.iter())
+                .map(|a| format!("{:?} {}", a.kind, a.detail.as_deref().unwrap_or("")))
+                .collect();
+            assert_eq!(
+                acts,
+                [
+                    "ApplyObject Secret/creds in the second namespace",
+                    "ApplyObject Secret/creds",
+                    "Apply "
+                ]
+            );
+        }
+    }
+}
+
 #[test]
 fn an_object_the_user_may_not_create_stops_the_run_at_the_preflight() {
     let e = env(|f| {

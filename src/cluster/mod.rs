@@ -104,6 +104,15 @@ impl CaseApi {
         self
     }
 
+    /// The same case's requests in another namespace it owns (`secondNamespace:`): bounded and
+    /// cancelled alike, counted with the case's own.
+    pub fn in_namespace(&self, namespace: &str) -> Self {
+        CaseApi {
+            namespace: namespace.to_string(),
+            ..self.clone()
+        }
+    }
+
     /// Non-watch requests made so far (namespace, apply, delete, log fetches).
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)

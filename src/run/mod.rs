@@ -220,8 +220,7 @@ pub fn run_live(
     let mut extra: Vec<(&str, String, Option<&str>)> = vec![];
     for (_, c) in &cases {
         extra.extend(
-            c.objects
-                .iter()
+            (c.objects.iter().chain(&c.second_namespace))
                 .map(|o| ("patch", format!("{}s", o.kind.to_lowercase()), None)),
         );
         for (i, s) in c.spec.steps.iter().enumerate() {

@@ -40,7 +40,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-case-field.yaml:5:5: cases[0].expects: unknown field \
              `expects`, expected one of name, description, reference, tags, upstream, manifest, pod, \
-             objects, minServerVersion, timeout, steps, marks, expect",
+             objects, secondNamespace, minServerVersion, timeout, steps, marks, expect",
         ),
     ),
     (
@@ -519,7 +519,7 @@ fn validating_a_directory_reports_all_problems_of_all_files() {
     let b = suites.join("b-two-problems.yaml").display().to_string();
     let expected = format!(
         "{a}:5:5: cases[0].expects: unknown field `expects`, expected one of name, description, \
-         reference, tags, upstream, manifest, pod, objects, minServerVersion, timeout, steps, marks, expect\n\
+         reference, tags, upstream, manifest, pod, objects, secondNamespace, minServerVersion, timeout, steps, marks, expect\n\
          {b}:7:27: cases[0].expect[0].container.name: unknown container `nope` (the pod has: main)\n\
          {b}:8:11: cases[1].name: invalid name \"Two\": use 1-40 characters of a-z, 0-9 and `-` \
          (it becomes part of a namespace name)\n\

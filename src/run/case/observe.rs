@@ -9,7 +9,7 @@ pub(super) async fn observe_case(
     env: &CaseEnv,
     started: Timestamp,
     t0: Instant,
-    created: &mut Option<String>,
+    created: &mut Vec<Created>,
     recorder: Option<&SharedRecorder>,
 ) -> Result<Attempt, CaseError> {
     let mut cancel = env.cancel.clone();
@@ -27,15 +27,29 @@ pub(super) async fn observe_case(
         )
         .await
     {
-        Ok(uid) => {
-            env.live_namespaces
-                .lock()
-                .expect("namespace registry")
-                .insert(api.namespace.clone(), uid.clone());
-            *created = Some(uid);
-        }
+        Ok(uid) => created.push(Created::new(env, api, uid)),
         Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
         Err(e) => return Err(Box::new((e.to_string(), None))),
+    }
+    // The second namespace is the case's like the first: the same labels (the sweep and `clean`
+    // find it), registered and deleted with it.
+    let second = (!case.second_namespace.is_empty())
+        .then(|| api.in_namespace(&crate::suite::naming::second_namespace_name(&api.namespace)));
+    if let Some(second) = &second {
+        match second
+            .create_namespace(
+                &env.run_id,
+                &case.suite,
+                case.name(),
+                env.api_outage_budget,
+                in_use_until(case, env),
+            )
+            .await
+        {
+            Ok(uid) => created.push(Created::new(env, second, uid)),
+            Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
+            Err(e) => return Err(Box::new((format!("the second namespace: {e}"), None))),
+        }
     }
     match api.wait_namespace_ready(env.api_outage_budget).await {
         Ok(()) => {}
@@ -121,8 +135,15 @@ pub(super) async fn observe_case(
     };
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
-    // only be created once what it consumes exists.
-    for o in &case.objects {
+    // only be created once what it consumes exists. Those of the second namespace come first,
+    // as upstream creates them: the pod's own are then the newest of their name.
+    let own = case.objects.iter().map(|o| (api, o, o.id()));
+    let elsewhere = second.iter().flat_map(|s| {
+        case.second_namespace
+            .iter()
+            .map(move |o| (s, o, o.second_namespace_id()))
+    });
+    for (api, o, id) in elsewhere.chain(own) {
         let sent = Timestamp::now();
         if let Err(e) = api.apply_object(&o.value, env.api_outage_budget).await {
             tasks.abort_all();
@@ -136,7 +157,7 @@ pub(super) async fn observe_case(
             sent,
             done: Some(Timestamp::now()),
             grace_period_seconds: None,
-            detail: Some(o.id()),
+            detail: Some(id),
             exec: None,
         }));
     }

@@ -29,7 +29,8 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
     let (pod, manifest_path) = pod_of(ctx, c)?;
     let mut containers = containers_of(ctx, c, &pod, manifest_path.as_deref())?;
     let min_server_version = min_server_version(ctx, c);
-    let objects = objects_of(ctx, c);
+    let objects = objects_of(ctx, &c.case.objects, c, "objects");
+    let second_namespace = objects_of(ctx, &c.case.second_namespace, c, "secondNamespace");
     ephemeral_containers(ctx, c, &mut containers);
     let step_objects = object_steps(ctx, c, &objects);
     let exec_names = exec_steps(ctx, c, &containers);
@@ -62,6 +63,7 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
         manifest_path,
         objects,
         step_objects,
+        second_namespace,
         containers,
         images: c.images.clone(),
         min_server_version,
@@ -145,19 +147,19 @@ fn min_server_version(ctx: &mut Ctx, c: &CaseInput) -> Option<(u32, u32)> {
     })
 }
 
-/// `objects:`, each loaded and checked, each once.
-fn objects_of(ctx: &mut Ctx, c: &CaseInput) -> Vec<AuxObject> {
-    let (case, p, base) = (c.case, c.path, c.base);
+/// `objects:` (or `secondNamespace:`, named by `field`), each loaded and checked, each once.
+fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -> Vec<AuxObject> {
+    let (p, base) = (c.path, c.base);
     let mut objects: Vec<AuxObject> = vec![];
-    for (i, o) in case.objects.iter().enumerate() {
-        let path = format!("{p}.objects[{i}]");
+    for (i, o) in list.iter().enumerate() {
+        let path = format!("{p}.{field}[{i}]");
         match load_object(base, o) {
             Ok(obj) => {
                 if let Some(first) = objects.iter().position(|x| x.id() == obj.id()) {
                     ctx.err(
                         o,
                         path,
-                        format!("{} is also objects[{first}]: each object once", obj.id()),
+                        format!("{} is also {field}[{first}]: each object once", obj.id()),
                     );
                 } else {
                     objects.push(obj);
