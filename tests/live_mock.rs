@@ -1269,6 +1269,79 @@ fn exec_steps_record_their_output_and_exit_code_and_replay_judges_them() {
     );
 }
 
+/// Over the base `channel.k8s.io` protocol (what the API server proxies to the kubelet) an exec
+/// carries its exit code only as the error stream's message, and `fetchLog` reads the log over
+/// the log endpoint's websocket (binary and base64): recorded with the protocol spoken, judged
+/// by `exec` expectations, and a recording over another protocol is not evidence for the step.
+#[test]
+fn base_protocol_exec_and_log_websockets_are_recorded_and_judged() {
+    use support::fake_api::FakeExec;
+    let e = env(|f| f.exec = vec![FakeExec::ok("remote\n"), FakeExec::exit("out\n", 3)]);
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - waitFor: {until: {log: {container: main, equals: start}}, timeout: 20s}
+      - exec: {name: echo, container: main, command: [echo, remote], protocol: channel.k8s.io, timeout: 5s}
+      - exec: {name: three, container: main, command: [sh, -c, "exit 3"], protocol: channel.k8s.io, timeout: 5s}
+      - fetchLog: {name: bin, container: main, timeout: 5s}
+      - fetchLog: {name: b64, container: main, protocol: base64.binary.k8s.io, timeout: 5s}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - exec: {name: echo, stdout: "remote\n", stderr: "", exitCode: 0}
+      - exec: {name: three, stdout: "out\n", exitCode: 3}
+      - exec: {name: bin, stdoutRegex: '^start\n'}
+      - exec: {name: b64, stdoutRegex: '^start\n'}
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    {
+        let f = e.fake.lock().unwrap();
+        let logs: Vec<&String> = (f.requests.iter())
+            .filter(|r| r.contains("/pods/restart-never-success/log?container=main") && !r.contains("follow"))
+            .collect();
+        assert_eq!(logs.len(), 2, "{:#?}", f.requests);
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let protocols: Vec<Option<&str>> = (tl.actions.iter().filter_map(|a| a.exec.as_ref()))
+        .map(|r| r.protocol.as_deref())
+        .collect();
+    assert_eq!(
+        protocols,
+        [
+            Some("channel.k8s.io"),
+            Some("channel.k8s.io"),
+            Some("binary.k8s.io"),
+            Some("base64.binary.k8s.io")
+        ]
+    );
+    // Replayed, the same verdicts; the step over kube's own protocol is another experiment.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), body)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let v5 = body.replacen(", protocol: channel.k8s.io,", ",", 1);
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &v5)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert!(
+        a.verdicts[0].evidence.contains("the recording spoke channel.k8s.io"),
+        "{:#?}",
+        a.verdicts[0]
+    );
+    // A log that is not what the container wrote fails.
+    let wrong = body.replace(
+        "{name: bin, stdoutRegex: '^start\\n'}",
+        "{name: bin, stdout: \"container is alive\\n\"}",
+    );
+    assert_ne!(wrong, body);
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &wrong)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+}
+
 /// An exec that cannot complete (an error status before the upgrade, a stream that stalls, one
 /// that breaks before the exit status) is recorded with its error and leaves what judges it
 /// undecided, never passed; the case goes on and what else it checks is judged.

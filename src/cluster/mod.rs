@@ -12,6 +12,7 @@ mod exec;
 mod namespaces;
 mod target;
 mod watch_probe;
+mod websocket;
 pub use target::Target;
 pub use watch_probe::{WatchRequests, probe_watches};
 

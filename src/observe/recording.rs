@@ -439,7 +439,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
                         .and_then(|p| p.as_str())
                         .map(|p| format!("DELETE {p}"))
                 }),
-                exec: a.exec,
+                exec: a.exec.map(Box::new),
             }),
         ));
     }

@@ -572,7 +572,7 @@ pub struct Action {
     pub detail: Option<String>,
     /// An `exec` step's result, as received: judged by `exec` expectations, live and on replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exec: Option<ExecResult>,
+    pub exec: Option<Box<ExecResult>>,
 }
 
 /// What an exec returned. `error` set means it did not complete (timeout, an error status
@@ -598,6 +598,10 @@ pub struct ExecResult {
     /// More output than podlife keeps (`EXEC_OUTPUT_CAP` per stream) was cut.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The websocket subprotocol asked for, when not kube's own (`v5.channel.k8s.io`, falling
+    /// back to v4: recordings made before the choice existed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// Output kept per stream of an exec: upstream's commands print a few bytes.

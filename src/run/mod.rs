@@ -229,6 +229,9 @@ pub fn run_live(
             if let crate::suite::Step::Exec(_) = &s.value {
                 extra.push(("create", "pods".into(), Some("exec")));
             }
+            if let crate::suite::Step::FetchLog(_) = &s.value {
+                extra.push(("get", "pods".into(), Some("log")));
+            }
             if let (crate::suite::Step::Object(o), Some(obj)) = (&s.value, c.step_objects.get(&i)) {
                 let verb = if o.delete.is_some() { "delete" } else { "patch" };
                 extra.push((verb, format!("{}s", obj.kind.to_lowercase()), None));

@@ -74,8 +74,15 @@ fn parity_cases_pass_on_their_recordings() {
         "configmap-env-prefixes",
         "projected-cm-modes",
         "projected-secret-modes",
+        "exec-websocket",
+        "logs-websocket",
     ] {
-        let full = format!("upstream-objects::{case}");
+        let suite = if case.ends_with("-websocket") {
+            "upstream-pods"
+        } else {
+            "upstream-objects"
+        };
+        let full = format!("{suite}::{case}");
         let a = replay_case(&builtin(&full), &recording(case));
         let bad: Vec<_> = a.verdicts.iter().filter(|v| v.outcome != Outcome::Pass).collect();
         assert_eq!(a.status, AttemptStatus::Passed, "{full}: {:?} {bad:#?}", a.error);
@@ -135,6 +142,54 @@ fn a_default_mode_ignored_for_mapped_items_fails() {
         named(
             &failing_evidence(&format!("upstream-objects::{case}"), d.path()),
             "-r--------",
+        );
+    }
+}
+
+/// The recording's `actions.jsonl` with `edit` applied to the exec result of the action whose
+/// exec is named `name`, in a temporary copy.
+fn edited_exec(case: &str, name: &str, edit: impl Fn(&mut serde_json::Value)) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::files::copy_dir(&recording(case), dir.path());
+    let file = dir.path().join("actions.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut changed = 0;
+    let out: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["exec"]["name"] == name {
+                edit(&mut v["exec"]);
+                changed += 1;
+            }
+            v.to_string()
+        })
+        .collect();
+    assert_eq!(changed, 1, "{case}: one exec `{name}`");
+    std::fs::write(&file, out.join("\n") + "\n").unwrap();
+    dir
+}
+
+#[test]
+fn a_node_whose_streaming_websockets_misbehave_fails() {
+    // A streaming server that loses the command's output on the websocket path.
+    let d = edited_exec("exec-websocket", "echo", |x| x["stdout"] = "".into());
+    named(
+        &failing_evidence("upstream-pods::exec-websocket", d.path()),
+        "remote execution test",
+    );
+    // Output on the wrong channel (stderr).
+    let d = edited_exec("exec-websocket", "echo", |x| {
+        x["stderr"] = x["stdout"].clone();
+        x["stdout"] = "".into();
+    });
+    failing_evidence("upstream-pods::exec-websocket", d.path());
+    // A log served with the runtime's timestamps the user did not ask for, or cut.
+    for wrong in ["2026-12-04T16:49:28.111Z container is alive\n", "container is al"] {
+        let d = edited_exec("logs-websocket", "logs", |x| x["stdout"] = wrong.into());
+        named(
+            &failing_evidence("upstream-pods::logs-websocket", d.path()),
+            "container is alive",
         );
     }
 }

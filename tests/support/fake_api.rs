@@ -101,27 +101,65 @@ impl FakeExec {
     }
 }
 
-/// Answers an exec request as an API server would: a websocket upgrade (hyper client over an
-/// in-memory pipe to a tungstenite server, so the response carries a real upgrade) or an error.
-async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> {
-    use futures::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
-    if let FakeExec::Status(code, message) = &how {
-        return status(*code, "BadRequest", message);
-    }
+/// The websocket protocols the client offered, in its order.
+fn offered(parts: &http::request::Parts) -> Vec<String> {
+    (parts
+        .headers
+        .get("sec-websocket-protocol")
+        .and_then(|v| v.to_str().ok()))
+    .map(|v| v.split(',').map(|p| p.trim().to_string()).collect())
+    .unwrap_or_default()
+}
+
+type ServerSocket = tokio_tungstenite::WebSocketStream<tokio::io::DuplexStream>;
+
+/// Answers a websocket upgrade as an API server would, choosing `protocol` (hyper client over
+/// an in-memory pipe to a tungstenite server, so the response carries a real upgrade), and
+/// then lets `serve` speak on the socket.
+async fn upgrade<F, Fut>(parts: http::request::Parts, protocol: &str, serve: F) -> Response<RespBody>
+where
+    F: FnOnce(ServerSocket) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let protocol = protocol.to_string();
     tokio::spawn(async move {
         // The callback's signature is tungstenite's (its error type is large).
         #[allow(clippy::result_large_err)]
         let pick = |_: &tokio_tungstenite::tungstenite::handshake::server::Request,
                     mut resp: tokio_tungstenite::tungstenite::handshake::server::Response| {
             resp.headers_mut()
-                .insert("sec-websocket-protocol", "v4.channel.k8s.io".parse().unwrap());
+                .insert("sec-websocket-protocol", protocol.parse().unwrap());
             Ok(resp)
         };
-        let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(server_io, pick).await else {
-            return;
-        };
+        if let Ok(ws) = tokio_tungstenite::accept_hdr_async(server_io, pick).await {
+            serve(ws).await;
+        }
+    });
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(
+        hyper_util::rt::TokioIo::new(client_io),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn.with_upgrades());
+    let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
+    let resp = sender.send_request(req).await.unwrap();
+    resp.map(|b| b.map_err(|e| -> BoxError { Box::new(e) }).boxed())
+}
+
+/// Answers an exec request as an API server would: a websocket upgrade or an error. Offered
+/// only the base `channel.k8s.io` (proxied to the kubelet unchanged), it speaks that protocol:
+/// nothing on the error stream for success, the status's message for a failure. Otherwise
+/// v4.channel.k8s.io, with the status as JSON on channel 3.
+async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    if let FakeExec::Status(code, message) = &how {
+        return status(*code, "BadRequest", message);
+    }
+    let base = offered(&parts) == ["channel.k8s.io"];
+    let protocol = if base { "channel.k8s.io" } else { "v4.channel.k8s.io" };
+    upgrade(parts, protocol, move |mut ws| async move {
         let frame = |ch: u8, s: &str| {
             let mut v = vec![ch];
             v.extend_from_slice(s.as_bytes());
@@ -129,13 +167,23 @@ async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> 
         };
         match how {
             FakeExec::Run { stdout, stderr, status } => {
+                if base {
+                    // The base protocol's server opens each channel with an empty message.
+                    for ch in [1, 2, 3] {
+                        let _ = ws.send(frame(ch, "")).await;
+                    }
+                }
                 for s in stdout {
                     let _ = ws.send(frame(1, &s)).await;
                 }
                 if !stderr.is_empty() {
                     let _ = ws.send(frame(2, &stderr)).await;
                 }
-                let _ = ws.send(frame(3, &status.to_string())).await;
+                if !base {
+                    let _ = ws.send(frame(3, &status.to_string())).await;
+                } else if status["status"] != "Success" {
+                    let _ = ws.send(frame(3, status["message"].as_str().unwrap_or(""))).await;
+                }
                 let _ = ws.close(None).await;
             }
             FakeExec::Stall(s) => {
@@ -149,16 +197,50 @@ async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> 
             }
             FakeExec::Status(..) => {}
         }
-    });
-    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(
-        hyper_util::rt::TokioIo::new(client_io),
-    )
+    })
     .await
-    .unwrap();
-    tokio::spawn(conn.with_upgrades());
-    let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
-    let resp = sender.send_request(req).await.unwrap();
-    resp.map(|b| b.map_err(|e| -> BoxError { Box::new(e) }).boxed())
+}
+
+/// A log request upgraded to a websocket, as the API server serves it (its own wsstream
+/// reader over the kubelet's log): the log's bytes as one binary message (`binary.k8s.io`) or
+/// base64 text (`base64.binary.k8s.io`), then a close. An error answer stays an HTTP error.
+async fn log_websocket(parts: http::request::Parts, log: Response<RespBody>, timestamps: bool) -> Response<RespBody> {
+    use base64::Engine;
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    if log.status() != 200 {
+        return log;
+    }
+    let mut bytes = log
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    // The fake's log lines always carry their time; a real server adds it only when asked.
+    if !timestamps {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let lines: String = text
+            .split_inclusive('\n')
+            .map(|l| l.split_once(' ').map_or(l, |(_, b)| b))
+            .collect();
+        bytes = Bytes::from(lines);
+    }
+    let Some(protocol) = (offered(&parts).into_iter()).find(|p| p == "binary.k8s.io" || p == "base64.binary.k8s.io")
+    else {
+        return status(400, "BadRequest", "no websocket protocol the log endpoint speaks");
+    };
+    let base64 = protocol == "base64.binary.k8s.io";
+    upgrade(parts, &protocol, move |mut ws| async move {
+        let m = if base64 {
+            Message::text(base64::engine::general_purpose::STANDARD.encode(&bytes))
+        } else {
+            Message::binary(bytes.to_vec())
+        };
+        let _ = ws.send(m).await;
+        let _ = ws.close(None).await;
+    })
+    .await
 }
 
 /// A node the fake presents (`FakeState::nodes`); pods pinned to it (nodeSelector on
@@ -680,6 +762,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         let (parts, _) = req.into_parts();
         return exec(parts, how).await;
     }
+    // A log request asking for a websocket keeps its head for the upgrade.
+    let (parts, body) = req.into_parts();
+    let mut upgrading = (parts.headers.get("upgrade").and_then(|v| v.to_str().ok()))
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+        .then(|| parts.clone());
+    let req = Request::from_parts(parts, body);
     let body: Value = {
         let bytes = req
             .into_body()
@@ -1055,6 +1143,11 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         }
         ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch, &q).await,
         ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch, &q).await,
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) if upgrading.is_some() => {
+            let log = logs(&st, ns, name, &q).await;
+            let timestamps = q.get("timestamps").is_some_and(|v| v == "true");
+            log_websocket(upgrading.take().expect("checked"), log, timestamps).await
+        }
         ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => logs(&st, ns, name, &q).await,
         _ => status(404, "NotFound", &format!("fake: no route for {method} {path}")),
     }

@@ -269,7 +269,10 @@ pub(super) async fn observe_case(
                 let own = x.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
                 let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
                 let first = Timestamp::now();
-                match api.exec(&pod_name, &x.container.value, &x.command.value, timeout).await {
+                match api
+                    .exec(&pod_name, &x.container.value, &x.command.value, x.protocol, timeout)
+                    .await
+                {
                     Ok(mut r) => {
                         r.name = x.name.value.clone();
                         if let Some(e) = &r.error {
@@ -282,7 +285,31 @@ pub(super) async fn observe_case(
                             done: Some(Timestamp::now()),
                             grace_period_seconds: None,
                             detail: Some(format!("{} in {}", x.command.value.join(" "), x.container.value)),
-                            exec: Some(r),
+                            exec: Some(Box::new(r)),
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::from(e)),
+                }
+            }
+            Step::FetchLog(l) => {
+                let own = l.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
+                let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
+                let first = Timestamp::now();
+                match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
+                    Ok(mut r) => {
+                        r.name = l.name.value.clone();
+                        if let Some(e) = &r.error {
+                            eprintln!("    {}: steps[{i}] fetchLog `{}`: {e}", case.full_name(), r.name);
+                        }
+                        let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Exec,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: None,
+                            detail: Some(format!("log of {} over {}", l.container.value, l.protocol.as_str())),
+                            exec: Some(Box::new(r)),
                         }));
                         Ok(None)
                     }

@@ -245,49 +245,51 @@ fn exec_steps(ctx: &mut Ctx, c: &CaseInput, containers: &[ContainerInfo]) -> BTr
     let (case, p) = (c.case, c.path);
     let mut exec_names: BTreeSet<String> = BTreeSet::new();
     for (i, s) in case.steps.iter().enumerate() {
-        let Step::Exec(x) = &s.value else { continue };
-        let sp = format!("{p}.steps[{i}].exec");
-        let n = x.name.value.as_str();
+        let (sp, name, container, timeout) = match &s.value {
+            Step::Exec(x) => (format!("{p}.steps[{i}].exec"), &x.name, &x.container, x.timeout),
+            Step::FetchLog(l) => (format!("{p}.steps[{i}].fetchLog"), &l.name, &l.container, l.timeout),
+            _ => continue,
+        };
+        let n = name.value.as_str();
         let ok = !n.is_empty()
             && n.len() <= 63
             && n.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if !ok {
             ctx.err(
-                &x.name,
+                name,
                 format!("{sp}.name"),
                 format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
             );
         } else if !exec_names.insert(n.to_string()) {
             ctx.err(
-                &x.name,
+                name,
                 format!("{sp}.name"),
-                format!("`{n}` names another exec step too: each exec step its own name"),
+                format!("`{n}` names another exec or fetchLog step too: each its own name"),
             );
         }
-        if !containers.iter().any(|c| c.name == x.container.value) {
+        if !containers.iter().any(|c| c.name == container.value) {
             let known = containers
                 .iter()
                 .map(|c| c.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
             ctx.err(
-                &x.container,
+                container,
                 format!("{sp}.container"),
-                format!("unknown container `{}` (the pod has: {known})", x.container.value),
+                format!("unknown container `{}` (the pod has: {known})", container.value),
             );
         }
+        if timeout.is_some_and(|t| t.0.is_zero()) {
+            ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
+        }
+        let Step::Exec(x) = &s.value else { continue };
         if x.command.value.first().is_none_or(|c| c.is_empty()) {
             ctx.err(
                 &x.command,
                 format!("{sp}.command"),
                 "the command is empty: give the program and its arguments, e.g. [/bin/echo, marco]",
             );
-        }
-        if let Some(t) = x.timeout
-            && t.0.is_zero()
-        {
-            ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
         }
     }
     exec_names
@@ -318,7 +320,7 @@ fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(refs, s, patch, &sp, pod, images),
             // Checked above, with the containers.
-            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) => {}
+            Step::Ephemeral(_) | Step::Exec(_) | Step::FetchLog(_) | Step::Object(_) => {}
         }
     }
 }
@@ -335,6 +337,10 @@ fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
             Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
             Step::Sleep(d) => (d.r#for.0, "sleep"),
             Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
+            Step::FetchLog(l) => (
+                l.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT),
+                "fetchLog timeout",
+            ),
             _ => continue,
         };
         worst = worst.saturating_add(took);

@@ -22,6 +22,10 @@ pub enum Step {
     /// (websocket streaming to the kubelet and the runtime); its stdout, stderr and exit status
     /// are recorded with our action and judged by an `exec` expectation.
     Exec(ExecStep),
+    /// Read a container's log once through the API server's `log` endpoint over a websocket
+    /// (`binary.k8s.io` or `base64.binary.k8s.io`); recorded like an exec's output (stdout)
+    /// and judged by an `exec` expectation of the same name.
+    FetchLog(FetchLogStep),
     /// Change an auxiliary object while the pod runs: apply a new version of an object of
     /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
     /// one this case created.
@@ -122,11 +126,78 @@ pub struct ExecStep {
     /// then is recorded as timed out (undecided), never as a result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Dur>,
+    /// The websocket subprotocol asked for (default `v5.channel.k8s.io`).
+    #[serde(default, skip_serializing_if = "ExecProtocol::is_default")]
+    pub protocol: ExecProtocol,
+}
+
+/// Which websocket protocol an `exec` step speaks, and so which path reaches the node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum ExecProtocol {
+    /// `v5.channel.k8s.io` (falling back to v4): the API server translates it to SPDY, so the
+    /// kubelet's and runtime's SPDY streaming is exercised; the exit code comes as a `Status`.
+    #[default]
+    #[serde(rename = "v5.channel.k8s.io")]
+    V5,
+    /// `channel.k8s.io`, the base protocol: the API server proxies the websocket to the node's
+    /// streaming server unchanged, so its websocket path is exercised (upstream's test speaks
+    /// it); a non-zero exit is only the error stream's message.
+    #[serde(rename = "channel.k8s.io")]
+    Channel,
+}
+
+impl ExecProtocol {
+    pub fn is_default(&self) -> bool {
+        *self == ExecProtocol::V5
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExecProtocol::V5 => "v5.channel.k8s.io",
+            ExecProtocol::Channel => "channel.k8s.io",
+        }
+    }
 }
 
 /// Default bound on an `exec` step: far above what an `echo` or a `cat` takes through the
 /// kubelet's streaming server (well under a second on a loaded node), below a case timeout.
 pub const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `fetchLog: {name: alive, container: main, protocol: binary.k8s.io, timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FetchLogStep {
+    /// The name `exec` expectations refer to (`[a-z0-9-]`, unique among exec and fetchLog steps).
+    pub name: Loc<String>,
+    /// The container whose log is read (its current instance).
+    pub container: Loc<String>,
+    /// The websocket subprotocol (default `binary.k8s.io`).
+    #[serde(default)]
+    pub protocol: LogProtocol,
+    /// Bound on the whole read (default 30s, as an exec's). A log still streaming then is
+    /// recorded as cut short (undecided), never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// The log endpoint's websocket protocols: the bytes as binary messages, or base64 text ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum LogProtocol {
+    #[default]
+    #[serde(rename = "binary.k8s.io")]
+    Binary,
+    #[serde(rename = "base64.binary.k8s.io")]
+    Base64,
+}
+
+impl LogProtocol {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LogProtocol::Binary => "binary.k8s.io",
+            LogProtocol::Base64 => "base64.binary.k8s.io",
+        }
+    }
+}
 
 /// `object: {apply: manifests/x.yaml}` or `object: {delete: manifests/x.yaml}`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
