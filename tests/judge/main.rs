@@ -13,4 +13,5 @@ mod evidence_gaps;
 mod format_features;
 mod judge_mutations;
 mod observer;
+mod resize;
 mod status_column;

@@ -371,3 +371,48 @@ pub struct DeleteStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_period_seconds: Option<i64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(yaml: &str) -> ResizeStep {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_resize_patch_names_only_the_given_containers_and_values() {
+        let r =
+            step("containers:\n  c1: {requests: {cpu: 25m}, limits: {cpu: 35m}}\n  init-1: {limits: {memory: 50Mi}}\n");
+        assert_eq!(r.via, ResizeVia::Patch);
+        let p = r.strategic_patch(&|n| n.starts_with("init-"));
+        assert_eq!(
+            p,
+            serde_json::json!({"spec": {
+                "containers": [{"name": "c1", "resources": {"requests": {"cpu": "25m"}, "limits": {"cpu": "35m"}}}],
+                "initContainers": [{"name": "init-1", "resources": {"limits": {"memory": "50Mi"}}}]
+            }})
+        );
+        assert_eq!(
+            r.detail(),
+            "via patch: c1 requests [cpu 25m] limits [cpu 35m]; init-1 requests [] limits [memory 50Mi]"
+        );
+    }
+
+    #[test]
+    fn an_update_is_recorded_as_such() {
+        let r = step("containers: {c1: {requests: {cpu: 25m, memory: 40Mi}}}\nvia: update\n");
+        assert_eq!(r.via, ResizeVia::Update);
+        assert_eq!(r.detail(), "via update: c1 requests [cpu 25m, memory 40Mi] limits []");
+        assert_eq!(
+            r.containers["c1"].value.to_json(),
+            serde_json::json!({"requests": {"cpu": "25m", "memory": "40Mi"}})
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {c1: {request: {cpu: 1}}}\n").is_err());
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {}\nvia: put\n").is_err());
+    }
+}
