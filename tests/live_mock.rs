@@ -1663,3 +1663,123 @@ fn a_stalled_connection_of_podlifes_own_is_told_from_an_api_server_that_took_no_
         "{down:#?}"
     );
 }
+
+const RESIZE_BOTH_WAYS: &str = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - resize: {containers: {main: {requests: {cpu: 25m}, limits: {cpu: 35m, memory: 50Mi}}}}
+      - resize: {containers: {main: {requests: {cpu: 20m, memory: 40Mi}}}, via: update}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: resize}}, {action: {action: resize, occurrence: 2}}]
+"#;
+
+#[test]
+fn resize_steps_patch_and_update_the_resize_subresource() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        let sub = format!("/api/v1/namespaces/{ns}/pods/restart-never-success/resize");
+        let reqs: Vec<&String> = f.requests.iter().filter(|r| r.contains(&sub)).collect();
+        // A strategic merge patch, then a read and a replace.
+        assert_eq!(reqs.len(), 3, "{reqs:#?}");
+        assert!(reqs[0].starts_with("PATCH ") && reqs[1].starts_with("GET ") && reqs[2].starts_with("PUT "));
+        let (m, ct, patch) = &f.resize[0];
+        assert_eq!(m, "PATCH");
+        assert!(ct.contains("strategic-merge-patch"), "{ct}");
+        assert_eq!(
+            patch,
+            &serde_json::json!({"spec": {"containers": [{"name": "main", "resources": {
+                "requests": {"cpu": "25m"}, "limits": {"cpu": "35m", "memory": "50Mi"}}}]}})
+        );
+        let (m, _, put) = &f.resize[1];
+        assert_eq!(m, "PUT");
+        assert_eq!(put["metadata"]["resourceVersion"], "21", "the PUT carries what it read");
+        // The update replaces the container's resources: the limits the patch set are gone.
+        assert_eq!(
+            put["spec"]["containers"][0]["resources"],
+            serde_json::json!({"requests": {"cpu": "20m", "memory": "40Mi"}})
+        );
+        assert_eq!(
+            put["spec"]["containers"][0]["image"], "busybox:1.36",
+            "the rest as read"
+        );
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == podlife::observe::ActionKind::Resize)
+        .map(|a| a.detail.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            "via patch: main requests [cpu 25m] limits [cpu 35m, memory 50Mi]",
+            "via update: main requests [cpu 20m, memory 40Mi] limits []"
+        ]
+    );
+    // Recorded, and replayed with the same step check; a recording of another resize is not
+    // this case's experiment.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
+    assert_eq!(actions.matches("\"resize\"").count(), 2, "{actions}");
+    let cases = suite(e.dir.path(), RESIZE_BOTH_WAYS);
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let other = RESIZE_BOTH_WAYS.replace("cpu: 25m}", "cpu: 30m}");
+    let cases = suite(e.dir.path(), &other);
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_ne!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+}
+
+/// A resize answered 500 (the API server failing) is retried, with back-off, until it is
+/// applied; an update answered 409 (the pod changed since it was read: the kubelet writes its
+/// status) reads the pod again and writes the resize on it as it now is.
+#[test]
+fn a_resize_answered_500_or_409_is_retried_and_applied() {
+    let e = env(|f| f.resize_answers = vec![("PATCH", 500), ("PATCH", 500), ("PUT", 409)]);
+    let out = run(&e, &opts(e.dir.path()), RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let f = e.fake.lock().unwrap();
+    let methods: Vec<&str> = f.resize.iter().map(|(m, _, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "PATCH answered 500",
+            "PATCH answered 500",
+            "PATCH",
+            "PUT answered 409",
+            "PUT"
+        ],
+        "{:#?}",
+        f.requests
+    );
+    assert_eq!(
+        f.resized["main"],
+        serde_json::json!({"requests": {"cpu": "20m", "memory": "40Mi"}})
+    );
+}
+
+/// A patch answered 409 is not a state to retry over (nothing was read): the step fails the
+/// case as an error naming the request and the answer, never a pass.
+#[test]
+fn a_resize_patch_refused_with_409_errors_the_case() {
+    let e = env(|f| f.resize_answers = vec![("PATCH", 409)]);
+    let out = run(&e, &opts(e.dir.path()), RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error, "{:#?}", c.attempts);
+    let why = format!("{:?}", c.attempts);
+    assert!(why.contains("pods/resize") && why.contains("409"), "{why}");
+}

@@ -61,6 +61,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
     let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
     let mut execs = tl.actions.iter().filter(|a| a.kind == ActionKind::Exec);
+    let mut resizes = tl.actions.iter().filter(|a| a.kind == ActionKind::Resize);
     let mut objects = tl
         .actions
         .iter()
@@ -181,6 +182,18 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                     )),
                     Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
                         "steps[{i}] ephemeral: `{want}` but the recording added `{}`",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
+            // The same containers resized to the same values, sent the same way.
+            Step::Resize(r) => {
+                let want = r.detail();
+                match resizes.next().inspect(|a| sent = Some(a)) {
+                    None => Some(format!("steps[{i}] resize: the recording has no resize")),
+                    Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
+                        "steps[{i}] resize: `{want}` but the recording sent `{}`",
                         a.detail.as_deref().unwrap_or("?")
                     )),
                     Some(_) => None,

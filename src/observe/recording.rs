@@ -417,6 +417,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             // `command` names the object: `ConfigMap/name`.
             "update-object" => ActionKind::UpdateObject,
             "delete-object" => ActionKind::DeleteObject,
+            // `command` names the request and each container's new resources.
+            "resize" => ActionKind::Resize,
             _ => continue,
         };
         let Some(sent) = a.sent else { continue };

@@ -9,6 +9,7 @@
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::suite::ContainerKind;
 
@@ -383,6 +384,23 @@ pub struct ContainerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<bool>,
     pub restart_count: u32,
+    /// `resources`: the requests and limits the kubelet reports the running container has
+    /// (what it applied through the runtime; an in-place resize changes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+    /// `allocatedResources`: the requests the kubelet admitted for the container.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocated_resources: BTreeMap<String, String>,
+}
+
+/// Requests and limits as the API shows them (quantities as written by their writer).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

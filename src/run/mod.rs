@@ -246,6 +246,16 @@ pub fn run_live(
                     }
                 }
             }
+            if let crate::suite::Step::Resize(r) = &s.value {
+                let sub = Some("resize");
+                match r.via {
+                    crate::suite::ResizeVia::Patch => extra.push(("patch", "pods".into(), sub)),
+                    crate::suite::ResizeVia::Update => {
+                        extra.push(("get", "pods".into(), sub));
+                        extra.push(("update", "pods".into(), sub));
+                    }
+                }
+            }
         }
     }
     extra.sort();

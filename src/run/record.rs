@@ -234,6 +234,7 @@ impl Recorder {
                     ActionKind::Exec => "exec",
                     ActionKind::UpdateObject => "update-object",
                     ActionKind::DeleteObject => "delete-object",
+                    ActionKind::Resize => "resize",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
                 if let Some(g) = a.grace_period_seconds {

@@ -162,6 +162,16 @@ impl LoadedCase {
         p.strategic_patch(&init, &render)
     }
 
+    /// The `resize` step's strategic merge patch (containers or init containers by name).
+    pub fn resize_patch(&self, r: &ResizeStep) -> serde_json::Value {
+        let init = |name: &str| {
+            self.containers
+                .iter()
+                .any(|c| c.name == name && c.kind != ContainerKind::Regular)
+        };
+        r.strategic_patch(&init)
+    }
+
     /// The pod manifest with `${image.NAME}` replaced (overrides win over suite and built-ins).
     pub fn render_pod(&self, overrides: &BTreeMap<String, String>) -> serde_json::Value {
         let mut images = self.images.clone();

@@ -27,6 +27,32 @@ const CASES: &[(&str, Option<&str>)] = &[
     // Skipped: the tab is at 4:1 but the report points at the previous line's value and does
     // not say "indentation": `3:11: cases[0]: while scanning a plain scalar, found a tab`.
     ("tab-indent-key.yaml", None),
+    // Resize steps and cgroup expectations: the container, the quantity, the request against
+    // its limit, the exec step read, each named at its value.
+    (
+        "resize-unknown-container.yaml",
+        Some(
+            "tests/malformed/resize-unknown-container.yaml:8:19: cases[0].steps[0].resize.containers.mian: unknown container `mian` (the pod has: main)",
+        ),
+    ),
+    (
+        "resize-bad-quantity.yaml",
+        Some(
+            "tests/malformed/resize-bad-quantity.yaml:8:19: cases[0].steps[0].resize.containers.main.requests.cpu: invalid quantity \"25mm\": unknown suffix (use e.g. 250m, 1.5, 64Mi, 1G)",
+        ),
+    ),
+    (
+        "resize-request-above-limit.yaml",
+        Some(
+            "tests/malformed/resize-request-above-limit.yaml:8:19: cases[0].steps[0].resize.containers.main.requests.memory: the memory request 64Mi is above its limit 32Mi",
+        ),
+    ),
+    (
+        "cgroup-no-exec.yaml",
+        Some(
+            "tests/malformed/cgroup-no-exec.yaml:6:24: cases[0].expect[0].cgroup.exec: no exec step named `main-after` (exec steps: none)",
+        ),
+    ),
     // Unknown fields and kinds.
     (
         "unknown-top-field.yaml",
@@ -48,7 +74,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation.yaml:7:9: cases[0].expect[1]: unknown variant \
              `exitStatus`, expected one of phase, phases, container, condition, order, gap, \
-             event, log, backoff, never, statuses, statusRow, qosClass, exec",
+             event, log, backoff, never, statuses, statusRow, qosClass, exec, cgroup",
         ),
     ),
     (

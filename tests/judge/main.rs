@@ -14,4 +14,5 @@ mod format_features;
 mod judge_mutations;
 mod observer;
 mod parity_recordings;
+mod resize;
 mod status_column;

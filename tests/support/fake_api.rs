@@ -446,6 +446,14 @@ pub struct FakeState {
     /// The next this many ephemeral-container PUTs answer 409: the pod changed between the
     /// read and the PUT (the kubelet writing its status, live after an API outage).
     pub ephemeral_conflicts: u32,
+    /// Writes to `pods/<name>/resize`: `(method, content type, body)`.
+    pub resize: Vec<(String, String, Value)>,
+    /// The resources the fake's pod has, by container, as resized so far.
+    pub resized: BTreeMap<String, Value>,
+    /// How the next writes to `pods/<name>/resize` are answered, by method (`PATCH`, `PUT`), in
+    /// order, before any is applied: 409 (the pod changed since it was read) or 500 (the API
+    /// server failing).
+    pub resize_answers: Vec<(&'static str, u16)>,
     /// How exec requests (`pods/<name>/exec`) are answered, in order (the last one repeats);
     /// empty: a 404.
     pub exec: Vec<FakeExec>,
@@ -1110,6 +1118,51 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 json!({"apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": name, "namespace": ns, "resourceVersion": format!("{}", 10 + s.ephemeral_containers.len())},
                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], "ephemeralContainers": s.ephemeral_containers}}),
+            )
+        }
+        (m @ ("PATCH" | "PUT" | "GET"), ["api", "v1", "namespaces", ns, "pods", name, "resize"]) => {
+            let mut s = st.lock().unwrap();
+            let version = |s: &FakeState| format!("{}", 20 + s.resize.len());
+            if m != "GET" {
+                if let Some(i) = s.resize_answers.iter().position(|(am, _)| *am == m) {
+                    let code = s.resize_answers.remove(i).1;
+                    s.resize
+                        .push((format!("{m} answered {code}"), content_type.to_string(), body.clone()));
+                    return match code {
+                        409 => status(
+                            409,
+                            "Conflict",
+                            "Operation cannot be fulfilled on pods: the object has been modified; please apply your changes to the latest version and try again",
+                        ),
+                        c => status(c, "InternalError", "etcdserver: request timed out"),
+                    };
+                }
+                if m == "PUT" && body["metadata"]["resourceVersion"] != json!(version(&s)) {
+                    return status(409, "Conflict", "the object has been modified");
+                }
+                s.resize.push((m.to_string(), content_type.to_string(), body.clone()));
+                // A strategic merge patch merges containers by name and resources key by key;
+                // an update replaces each container's resources.
+                for c in body["spec"]["containers"].as_array().into_iter().flatten() {
+                    let Some(n) = c["name"].as_str() else { continue };
+                    let cur = s.resized.entry(n.to_string()).or_insert_with(|| json!({}));
+                    if m == "PUT" {
+                        *cur = c["resources"].clone();
+                    } else {
+                        for side in ["requests", "limits"] {
+                            for (k, v) in c["resources"][side].as_object().into_iter().flatten() {
+                                cur[side][k] = v.clone();
+                            }
+                        }
+                    }
+                }
+            }
+            let resources = s.resized.get("main").cloned().unwrap_or_else(|| json!({}));
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": ns, "resourceVersion": version(&s)},
+                    "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "resources": resources}]}}),
             )
         }
         // The pods of a namespace stopped at once at the end of a case: nothing to do for a

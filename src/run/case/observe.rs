@@ -332,6 +332,23 @@ pub(super) async fn observe_case(
                 };
                 act(api, &mut loop_.obs, kind, None, Some(obj.id()), request).await
             }
+            Step::Resize(r) => {
+                let patch = case.resize_patch(r);
+                let resources = r
+                    .containers
+                    .iter()
+                    .map(|(n, x)| (n.clone(), x.value.to_json()))
+                    .collect();
+                act(
+                    api,
+                    &mut loop_.obs,
+                    ActionKind::Resize,
+                    None,
+                    Some(r.detail()),
+                    api.resize_pod(&pod_name, r.via, &patch, &resources, env.api_outage_budget),
+                )
+                .await
+            }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);
                 act(

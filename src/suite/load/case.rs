@@ -319,6 +319,29 @@ fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
             }
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(refs, s, patch, &sp, pod, images),
+            Step::Resize(r) => {
+                if r.containers.is_empty() {
+                    refs.ctx.err(
+                        s,
+                        format!("{sp}.resize.containers"),
+                        "name at least one container to resize",
+                    );
+                }
+                for (n, x) in &r.containers {
+                    refs.resources(n, x, &format!("{sp}.resize.containers.{n}"));
+                    if x.value.requests.is_empty() && x.value.limits.is_empty() {
+                        refs.ctx.err(
+                            &Loc {
+                                value: (),
+                                line: x.line,
+                                col: x.col,
+                            },
+                            format!("{sp}.resize.containers.{n}"),
+                            "no requests or limits: the resize would change nothing",
+                        );
+                    }
+                }
+            }
             // Checked above, with the containers.
             Step::Ephemeral(_) | Step::Exec(_) | Step::FetchLog(_) | Step::Object(_) => {}
         }

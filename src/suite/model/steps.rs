@@ -1,5 +1,5 @@
 //! Steps: what a case does to its pod while it runs (`Step`: waitFor, delete, patch, sleep, exec, object,
-//! ephemeral), in order.
+//! ephemeral, resize), in order.
 
 use super::*;
 
@@ -30,6 +30,10 @@ pub enum Step {
     /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
     /// one this case created.
     Object(ObjectStep),
+    /// Resize containers in place through the pod's `resize` subresource: new cpu and memory
+    /// requests and limits per container, which the kubelet applies to the running containers
+    /// (`resized` marks, `cgroup` expectations).
+    Resize(ResizeStep),
 }
 
 /// A fixed wait. `pacing: true` says the wait only spaces our next request so that the live
@@ -322,6 +326,103 @@ impl PatchStep {
     }
 }
 
+/// `resize: {containers: {c1: {requests: {cpu: 25m}, limits: {cpu: 25m, memory: 40Mi}}}, via: patch}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResizeStep {
+    /// The new resources of each container (or init container) by name. `patch` sends the
+    /// values given (the others stay as they are); `update` replaces each named container's
+    /// resources with exactly these.
+    pub containers: BTreeMap<String, Loc<ResizeResources>>,
+    /// How it is sent: `patch` (a strategic merge patch of `pods/resize`, as `kubectl patch
+    /// --subresource resize` does; default) or `update` (`pods/resize` read, the resources
+    /// replaced, the pod written back with a PUT carrying the resourceVersion read).
+    #[serde(default)]
+    pub via: ResizeVia,
+}
+
+/// A container's resources in a resize: `cpu` and `memory` only, as the API allows.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResizeResources {
+    /// `cpu`/`memory` requests (quantities: `25m`, `40Mi`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    /// `cpu`/`memory` limits.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
+}
+
+impl ResizeResources {
+    /// As the `resources` of a container in the API.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        if !self.requests.is_empty() {
+            m.insert("requests".into(), serde_json::json!(self.requests));
+        }
+        if !self.limits.is_empty() {
+            m.insert("limits".into(), serde_json::json!(self.limits));
+        }
+        m.into()
+    }
+}
+
+impl fmt::Display for ResizeResources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side =
+            |m: &BTreeMap<String, String>| m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        write!(f, "requests [{}] limits [{}]", side(&self.requests), side(&self.limits))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ResizeVia {
+    #[default]
+    Patch,
+    Update,
+}
+
+impl ResizeVia {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ResizeVia::Patch => "patch",
+            ResizeVia::Update => "update",
+        }
+    }
+}
+
+impl ResizeStep {
+    /// The strategic merge patch of `pods/resize`: containers merge by name, so only the named
+    /// containers' resources change, and within them only the values given. `init` says which
+    /// names are init containers (`spec.initContainers`).
+    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool) -> serde_json::Value {
+        let mut spec = serde_json::Map::new();
+        for (name, r) in &self.containers {
+            let key = if init(name) { "initContainers" } else { "containers" };
+            if let Some(list) = spec
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Array(vec![]))
+                .as_array_mut()
+            {
+                list.push(serde_json::json!({"name": name, "resources": r.value.to_json()}));
+            }
+        }
+        serde_json::json!({ "spec": spec })
+    }
+
+    /// How the action is recorded (and compared on replay): the request and each container's
+    /// new resources, e.g. `via patch: c1 requests [cpu 25m] limits [cpu 25m]`.
+    pub fn detail(&self) -> String {
+        let each: Vec<String> = self
+            .containers
+            .iter()
+            .map(|(n, r)| format!("{n} {}", r.value))
+            .collect();
+        format!("via {}: {}", self.via.as_str(), each.join("; "))
+    }
+}
+
 /// `waitFor: {until: <mark>, timeout: 30s}`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -340,4 +441,49 @@ pub struct DeleteStep {
     /// Grace period override sent with the DELETE request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grace_period_seconds: Option<i64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(yaml: &str) -> ResizeStep {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_resize_patch_names_only_the_given_containers_and_values() {
+        let r =
+            step("containers:\n  c1: {requests: {cpu: 25m}, limits: {cpu: 35m}}\n  init-1: {limits: {memory: 50Mi}}\n");
+        assert_eq!(r.via, ResizeVia::Patch);
+        let p = r.strategic_patch(&|n| n.starts_with("init-"));
+        assert_eq!(
+            p,
+            serde_json::json!({"spec": {
+                "containers": [{"name": "c1", "resources": {"requests": {"cpu": "25m"}, "limits": {"cpu": "35m"}}}],
+                "initContainers": [{"name": "init-1", "resources": {"limits": {"memory": "50Mi"}}}]
+            }})
+        );
+        assert_eq!(
+            r.detail(),
+            "via patch: c1 requests [cpu 25m] limits [cpu 35m]; init-1 requests [] limits [memory 50Mi]"
+        );
+    }
+
+    #[test]
+    fn an_update_is_recorded_as_such() {
+        let r = step("containers: {c1: {requests: {cpu: 25m, memory: 40Mi}}}\nvia: update\n");
+        assert_eq!(r.via, ResizeVia::Update);
+        assert_eq!(r.detail(), "via update: c1 requests [cpu 25m, memory 40Mi] limits []");
+        assert_eq!(
+            r.containers["c1"].value.to_json(),
+            serde_json::json!({"requests": {"cpu": "25m", "memory": "40Mi"}})
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {c1: {request: {cpu: 1}}}\n").is_err());
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {}\nvia: put\n").is_err());
+    }
 }
