@@ -833,6 +833,65 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     );
 }
 
+/// `secondNamespace:` objects go into a second namespace the case owns: labelled like its own
+/// (the sweep and `clean` find it), created before the pod, and deleted with the case, also when
+/// the case errors.
+#[test]
+fn a_second_namespace_is_the_cases_own_and_goes_with_it() {
+    for fail in [false, true] {
+        let e = env(|f| {
+            if fail {
+                f.fail_apply.insert("restart-never-success".into());
+            }
+        });
+        write_objects(e.dir.path());
+        let body = NEVER_SUCCESS.replace(
+            "    manifest: REC/restart-never-success/manifest.yaml\n",
+            "    manifest: REC/restart-never-success/manifest.yaml\n    secondNamespace: [secret.yaml]\n    objects: [secret.yaml]\n",
+        );
+        let out = run(&e, &opts(e.dir.path()), &body).unwrap();
+        let c = &out.summary.cases[0];
+        let expected = if fail { CaseStatus::Error } else { CaseStatus::Passed };
+        assert_eq!(c.status, expected, "{:#?}", c.attempts);
+        assert!(c.last().unwrap().cleanup.deleted, "{:?}", c.last().unwrap().cleanup);
+        let ns = "podlife-testrun1-mock-restart-never-success";
+        let second = podlife::suite::naming::second_namespace_name(ns);
+        let f = e.fake.lock().unwrap();
+        assert_eq!(
+            f.namespace_labels[&second], f.namespace_labels[ns],
+            "labelled as the case's own"
+        );
+        let seen: Vec<(&str, &str)> = f
+            .objects
+            .iter()
+            .map(|(n, _, name, _)| (n.as_str(), name.as_str()))
+            .collect();
+        assert_eq!(seen, [(second.as_str(), "creds"), (ns, "creds")]);
+        assert_eq!(f.objects[0].3["metadata"]["namespace"], second.as_str());
+        for n in [ns, second.as_str()] {
+            assert!(!f.namespace_exists(n), "{n} left: {:#?}", f.requests);
+            let deletes = (f.requests.iter())
+                .filter(|r| r.starts_with(&format!("DELETE /api/v1/namespaces/{n}?")))
+                .count();
+            // The case's DELETE, and the end-of-run sweep's for one still terminating then.
+            assert!(deletes >= 1, "{n}: {:#?}", f.requests);
+        }
+        if !fail {
+            let acts: Vec<String> = (c.timeline.as_ref().unwrap().actions.iter())
+                .map(|a| format!("{:?} {}", a.kind, a.detail.as_deref().unwrap_or("")))
+                .collect();
+            assert_eq!(
+                acts,
+                [
+                    "ApplyObject Secret/creds in the second namespace",
+                    "ApplyObject Secret/creds",
+                    "Apply "
+                ]
+            );
+        }
+    }
+}
+
 #[test]
 fn an_object_the_user_may_not_create_stops_the_run_at_the_preflight() {
     let e = env(|f| {
@@ -1208,6 +1267,79 @@ fn exec_steps_record_their_output_and_exit_code_and_replay_judges_them() {
         "{:#?}",
         a.verdicts[0]
     );
+}
+
+/// Over the base `channel.k8s.io` protocol (what the API server proxies to the kubelet) an exec
+/// carries its exit code only as the error stream's message, and `fetchLog` reads the log over
+/// the log endpoint's websocket (binary and base64): recorded with the protocol spoken, judged
+/// by `exec` expectations, and a recording over another protocol is not evidence for the step.
+#[test]
+fn base_protocol_exec_and_log_websockets_are_recorded_and_judged() {
+    use support::fake_api::FakeExec;
+    let e = env(|f| f.exec = vec![FakeExec::ok("remote\n"), FakeExec::exit("out\n", 3)]);
+    let body = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - waitFor: {until: {log: {container: main, equals: start}}, timeout: 20s}
+      - exec: {name: echo, container: main, command: [echo, remote], protocol: channel.k8s.io, timeout: 5s}
+      - exec: {name: three, container: main, command: [sh, -c, "exit 3"], protocol: channel.k8s.io, timeout: 5s}
+      - fetchLog: {name: bin, container: main, timeout: 5s}
+      - fetchLog: {name: b64, container: main, protocol: base64.binary.k8s.io, timeout: 5s}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - exec: {name: echo, stdout: "remote\n", stderr: "", exitCode: 0}
+      - exec: {name: three, stdout: "out\n", exitCode: 3}
+      - exec: {name: bin, stdoutRegex: '^start\n'}
+      - exec: {name: b64, stdoutRegex: '^start\n'}
+"#;
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, body).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    {
+        let f = e.fake.lock().unwrap();
+        let logs: Vec<&String> = (f.requests.iter())
+            .filter(|r| r.contains("/pods/restart-never-success/log?container=main") && !r.contains("follow"))
+            .collect();
+        assert_eq!(logs.len(), 2, "{:#?}", f.requests);
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let protocols: Vec<Option<&str>> = (tl.actions.iter().filter_map(|a| a.exec.as_ref()))
+        .map(|r| r.protocol.as_deref())
+        .collect();
+    assert_eq!(
+        protocols,
+        [
+            Some("channel.k8s.io"),
+            Some("channel.k8s.io"),
+            Some("binary.k8s.io"),
+            Some("base64.binary.k8s.io")
+        ]
+    );
+    // Replayed, the same verdicts; the step over kube's own protocol is another experiment.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), body)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let v5 = body.replacen(", protocol: channel.k8s.io,", ",", 1);
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &v5)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert!(
+        a.verdicts[0].evidence.contains("the recording spoke channel.k8s.io"),
+        "{:#?}",
+        a.verdicts[0]
+    );
+    // A log that is not what the container wrote fails.
+    let wrong = body.replace(
+        "{name: bin, stdoutRegex: '^start\\n'}",
+        "{name: bin, stdout: \"container is alive\\n\"}",
+    );
+    assert_ne!(wrong, body);
+    let a = podlife::run::case::replay_case(&suite(e.dir.path(), &wrong)[0].1, &rec);
+    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
 }
 
 /// An exec that cannot complete (an error status before the upgrade, a stream that stalls, one
@@ -1661,4 +1793,123 @@ fn a_kubelet_that_never_reports_the_generation_fails() {
         v.iter().any(|v| v.evidence.contains("observedGeneration 2 never seen")),
         "{v:#?}"
     );
+
+const RESIZE_BOTH_WAYS: &str = r#"
+name: mock
+cases:
+  - name: restart-never-success
+    manifest: REC/restart-never-success/manifest.yaml
+    steps:
+      - resize: {containers: {main: {requests: {cpu: 25m}, limits: {cpu: 35m, memory: 50Mi}}}}
+      - resize: {containers: {main: {requests: {cpu: 20m, memory: 40Mi}}}, via: update}
+      - waitFor: {until: {phase: Succeeded}}
+    expect:
+      - phase: Succeeded
+      - order: [{action: {action: resize}}, {action: {action: resize, occurrence: 2}}]
+"#;
+
+#[test]
+fn resize_steps_patch_and_update_the_resize_subresource() {
+    let e = env(|_| {});
+    let mut o = opts(e.dir.path());
+    o.record = true;
+    let out = run(&e, &o, RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let ns = "podlife-testrun1-mock-restart-never-success";
+    {
+        let f = e.fake.lock().unwrap();
+        let sub = format!("/api/v1/namespaces/{ns}/pods/restart-never-success/resize");
+        let reqs: Vec<&String> = f.requests.iter().filter(|r| r.contains(&sub)).collect();
+        // A strategic merge patch, then a read and a replace.
+        assert_eq!(reqs.len(), 3, "{reqs:#?}");
+        assert!(reqs[0].starts_with("PATCH ") && reqs[1].starts_with("GET ") && reqs[2].starts_with("PUT "));
+        let (m, ct, patch) = &f.resize[0];
+        assert_eq!(m, "PATCH");
+        assert!(ct.contains("strategic-merge-patch"), "{ct}");
+        assert_eq!(
+            patch,
+            &serde_json::json!({"spec": {"containers": [{"name": "main", "resources": {
+                "requests": {"cpu": "25m"}, "limits": {"cpu": "35m", "memory": "50Mi"}}}]}})
+        );
+        let (m, _, put) = &f.resize[1];
+        assert_eq!(m, "PUT");
+        assert_eq!(put["metadata"]["resourceVersion"], "21", "the PUT carries what it read");
+        // The update replaces the container's resources: the limits the patch set are gone.
+        assert_eq!(
+            put["spec"]["containers"][0]["resources"],
+            serde_json::json!({"requests": {"cpu": "20m", "memory": "40Mi"}})
+        );
+        assert_eq!(
+            put["spec"]["containers"][0]["image"], "busybox:1.36",
+            "the rest as read"
+        );
+    }
+    let tl = c.timeline.as_ref().unwrap();
+    let acts: Vec<String> = tl
+        .actions
+        .iter()
+        .filter(|a| a.kind == podlife::observe::ActionKind::Resize)
+        .map(|a| a.detail.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        acts,
+        [
+            "via patch: main requests [cpu 25m] limits [cpu 35m, memory 50Mi]",
+            "via update: main requests [cpu 20m, memory 40Mi] limits []"
+        ]
+    );
+    // Recorded, and replayed with the same step check; a recording of another resize is not
+    // this case's experiment.
+    let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
+    let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
+    assert_eq!(actions.matches("\"resize\"").count(), 2, "{actions}");
+    let cases = suite(e.dir.path(), RESIZE_BOTH_WAYS);
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+    let other = RESIZE_BOTH_WAYS.replace("cpu: 25m}", "cpu: 30m}");
+    let cases = suite(e.dir.path(), &other);
+    let a = podlife::run::case::replay_case(&cases[0].1, &rec);
+    assert_ne!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
+}
+
+/// A resize answered 500 (the API server failing) is retried, with back-off, until it is
+/// applied; an update answered 409 (the pod changed since it was read: the kubelet writes its
+/// status) reads the pod again and writes the resize on it as it now is.
+#[test]
+fn a_resize_answered_500_or_409_is_retried_and_applied() {
+    let e = env(|f| f.resize_answers = vec![("PATCH", 500), ("PATCH", 500), ("PUT", 409)]);
+    let out = run(&e, &opts(e.dir.path()), RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
+    let f = e.fake.lock().unwrap();
+    let methods: Vec<&str> = f.resize.iter().map(|(m, _, _)| m.as_str()).collect();
+    assert_eq!(
+        methods,
+        [
+            "PATCH answered 500",
+            "PATCH answered 500",
+            "PATCH",
+            "PUT answered 409",
+            "PUT"
+        ],
+        "{:#?}",
+        f.requests
+    );
+    assert_eq!(
+        f.resized["main"],
+        serde_json::json!({"requests": {"cpu": "20m", "memory": "40Mi"}})
+    );
+}
+
+/// A patch answered 409 is not a state to retry over (nothing was read): the step fails the
+/// case as an error naming the request and the answer, never a pass.
+#[test]
+fn a_resize_patch_refused_with_409_errors_the_case() {
+    let e = env(|f| f.resize_answers = vec![("PATCH", 409)]);
+    let out = run(&e, &opts(e.dir.path()), RESIZE_BOTH_WAYS).unwrap();
+    let c = &out.summary.cases[0];
+    assert_eq!(c.status, CaseStatus::Error, "{:#?}", c.attempts);
+    let why = format!("{:?}", c.attempts);
+    assert!(why.contains("pods/resize") && why.contains("409"), "{why}");
 }

@@ -165,6 +165,94 @@ impl CaseApi {
         Ok(())
     }
 
+    /// Resizes containers in place through the pod's `resize` subresource. `patch` sends
+    /// `patch` (a strategic merge patch: containers merge by name; sending it again gives the
+    /// same pod, so it is retried while the API is unavailable). `update` reads the
+    /// subresource, replaces each container's resources with `resources` (by name), and writes
+    /// the pod back with the resourceVersion read; a 409 (the pod changed between our read and
+    /// our PUT: the kubelet writes its status meanwhile) reads again, a few times, so the
+    /// resize is never written over someone else's change.
+    pub async fn resize_pod(
+        &self,
+        name: &str,
+        via: crate::suite::ResizeVia,
+        patch: &serde_json::Value,
+        resources: &std::collections::BTreeMap<String, serde_json::Value>,
+        outage_budget: Duration,
+    ) -> Result<(), ClusterError> {
+        let mut conflicts = 0;
+        loop {
+            let r = self
+                .retrying(outage_budget, || self.resize_once(name, via, patch, resources))
+                .await;
+            match r {
+                Err(ClusterError::Api { code: Some(409), .. })
+                    if via == crate::suite::ResizeVia::Update && conflicts < MAX_CONFLICTS =>
+                {
+                    conflicts += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    async fn resize_once(
+        &self,
+        name: &str,
+        via: crate::suite::ResizeVia,
+        patch: &serde_json::Value,
+        resources: &std::collections::BTreeMap<String, serde_json::Value>,
+    ) -> Result<(), ClusterError> {
+        let what = format!("{} pods/resize {}/{name}", via.as_str(), self.namespace);
+        match via {
+            crate::suite::ResizeVia::Patch => {
+                self.call(
+                    &what,
+                    None,
+                    true,
+                    self.pods()
+                        .patch_subresource("resize", name, &PatchParams::default(), &Patch::Strategic(patch)),
+                )
+                .await?;
+            }
+            crate::suite::ResizeVia::Update => {
+                // Untyped, so every other field goes back exactly as read.
+                let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+                let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
+                let mut pod = self
+                    .call(&what, None, true, api.get_subresource("resize", name))
+                    .await?;
+                let mut missing: Vec<&str> = resources.keys().map(String::as_str).collect();
+                for key in ["containers", "initContainers"] {
+                    if let Some(list) = pod.data["spec"][key].as_array_mut() {
+                        for c in list {
+                            let cname = c.get("name").and_then(|n| n.as_str()).unwrap_or_default().to_string();
+                            if let Some(r) = resources.get(&cname) {
+                                c["resources"] = r.clone();
+                                missing.retain(|m| *m != cname);
+                            }
+                        }
+                    }
+                }
+                if !missing.is_empty() {
+                    return Err(ClusterError::Api {
+                        what,
+                        reason: format!("the pod read has no container {}", missing.join(", ")),
+                        code: None,
+                    });
+                }
+                self.call(
+                    &what,
+                    None,
+                    true,
+                    api.replace_subresource("resize", name, &PostParams::default(), &pod),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Deletes an auxiliary object of the case namespace (an `object: {delete}` step; the loader
     /// lets it name only an object this case created). Retried while the API is unavailable,
     /// within `outage_budget`: a DELETE sent again finds the object gone (404, done).

@@ -42,6 +42,7 @@ impl CaseApi {
         pod: &str,
         container: &str,
         command: &[String],
+        protocol: crate::suite::ExecProtocol,
         timeout: Duration,
     ) -> Result<crate::observe::ExecResult, ClusterError> {
         use tokio::io::AsyncReadExt;
@@ -50,6 +51,7 @@ impl CaseApi {
         let mut out = crate::observe::ExecResult {
             container: container.to_string(),
             command: command.to_vec(),
+            protocol: (!protocol.is_default()).then(|| protocol.as_str().to_string()),
             ..Default::default()
         };
         let ap = kube::api::AttachParams::default()
@@ -87,7 +89,7 @@ impl CaseApi {
             }
         }
         let pods = self.pods();
-        let run = async {
+        let kube_ws = async {
             let mut p = pods.exec(pod, command.to_vec(), &ap).await.map_err(|e| describe(&e))?;
             let status = p.take_status();
             let (mut out_r, mut err_r) = (p.stdout(), p.stderr());
@@ -106,7 +108,38 @@ impl CaseApi {
             let joined = p.join().await;
             rest(&mut out_r, &so);
             rest(&mut err_r, &se);
-            Ok::<_, String>((status, joined))
+            match exec_status(status.as_ref()) {
+                // The status arrived; a stream error after it loses nothing judged.
+                Ok(code) => Ok(code),
+                Err(why) => Err(match joined {
+                    Err(e) => format!("the stream broke: {e}"),
+                    Ok(()) => why,
+                }),
+            }
+        };
+        let channel = async {
+            let mut q = form_urlencoded::Serializer::new(String::new());
+            q.append_pair("container", container);
+            for c in command {
+                q.append_pair("command", c);
+            }
+            q.append_pair("stdout", "true").append_pair("stderr", "true");
+            let uri = format!("/api/v1/namespaces/{}/pods/{pod}/exec?{}", self.namespace, q.finish());
+            let mut socket = self.websocket(&uri, protocol.as_str()).await?;
+            let mut got = super::websocket::ChannelOutput::default();
+            let mut streams = |channel: u8, data: &[u8]| match channel {
+                1 => keep(&so, data),
+                2 => keep(&se, data),
+                _ => {}
+            };
+            super::websocket::read_all(&mut socket, |m| got.take(m, &mut streams)).await?;
+            got.exit_code()
+        };
+        let run = async {
+            match protocol {
+                crate::suite::ExecProtocol::V5 => kube_ws.await,
+                crate::suite::ExecProtocol::Channel => channel.await,
+            }
         };
         let mut cancel = self.cancel.clone();
         let cancelled = async {
@@ -127,24 +160,93 @@ impl CaseApi {
                 crate::util::fmt_secs(timeout.as_secs_f64())
             )),
             Ok(Err(e)) => Some(e),
-            Ok(Ok((status, joined))) => match exec_status(status.as_ref()) {
-                Ok(code) => {
-                    out.exit_code = Some(code);
-                    // The status arrived; a stream error after it loses nothing judged.
-                    let _ = joined;
-                    None
-                }
-                Err(why) => Some(match joined {
-                    Err(e) => format!("the stream broke: {e}"),
-                    Ok(()) => why,
-                }),
-            },
+            Ok(Ok(code)) => {
+                out.exit_code = Some(code);
+                None
+            }
         };
         for (buf, text) in [(&so, &mut out.stdout), (&se, &mut out.stderr)] {
             let b = buf.lock().unwrap_or_else(|p| p.into_inner());
             *text = String::from_utf8_lossy(&b.0).into_owned();
             out.truncated |= b.1;
         }
+        Ok(out)
+    }
+}
+
+impl CaseApi {
+    /// Reads a container's log once through the `log` endpoint over a websocket of `protocol`
+    /// (the API server streams from the kubelet), bounded by `timeout`: the bytes as received
+    /// are the result's stdout. Like `exec`, whatever goes wrong is in the result's `error`
+    /// with what was received until then; only cancellation is an `Err`.
+    pub async fn fetch_log(
+        &self,
+        pod: &str,
+        container: &str,
+        protocol: crate::suite::LogProtocol,
+        timeout: Duration,
+    ) -> Result<crate::observe::ExecResult, ClusterError> {
+        use base64::Engine;
+        use tokio_tungstenite::tungstenite::Message;
+        self.count();
+        *self.last_sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(jiff::Timestamp::now());
+        let mut out = crate::observe::ExecResult {
+            container: container.to_string(),
+            protocol: Some(protocol.as_str().to_string()),
+            ..Default::default()
+        };
+        let mut bytes: Vec<u8> = vec![];
+        let mut bad: Option<String> = None;
+        let read = async {
+            let q = form_urlencoded::Serializer::new(String::new())
+                .append_pair("container", container)
+                .finish();
+            let uri = format!("/api/v1/namespaces/{}/pods/{pod}/log?{q}", self.namespace);
+            let mut socket = self.websocket(&uri, protocol.as_str()).await?;
+            super::websocket::read_all(&mut socket, |m| {
+                let data = match (protocol, m) {
+                    (_, Message::Close(_)) => return false,
+                    (crate::suite::LogProtocol::Binary, Message::Binary(b)) => b.to_vec(),
+                    (crate::suite::LogProtocol::Base64, Message::Text(t)) => {
+                        match base64::engine::general_purpose::STANDARD.decode(t.as_str().trim()) {
+                            Ok(b) => b,
+                            Err(e) => {
+                                bad = Some(format!("a message that is not base64: {e}"));
+                                return false;
+                            }
+                        }
+                    }
+                    _ => return true,
+                };
+                let room = crate::observe::EXEC_OUTPUT_CAP.saturating_sub(bytes.len());
+                out.truncated |= data.len() > room;
+                bytes.extend_from_slice(&data[..data.len().min(room)]);
+                true
+            })
+            .await
+        };
+        let mut cancel = self.cancel.clone();
+        let cancelled = async {
+            match cancel.as_mut() {
+                Some(rx) => {
+                    let _ = rx.wait_for(|v| *v).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let r = tokio::select! {
+            r = tokio::time::timeout(timeout, read) => r,
+            _ = cancelled => return Err(ClusterError::Interrupted),
+        };
+        out.error = match r {
+            Err(_) => Some(format!(
+                "the log was still streaming after {} (the step's timeout)",
+                crate::util::fmt_secs(timeout.as_secs_f64())
+            )),
+            Ok(Err(e)) => Some(e),
+            Ok(Ok(())) => bad,
+        };
+        out.stdout = String::from_utf8_lossy(&bytes).into_owned();
         Ok(out)
     }
 }

@@ -13,6 +13,7 @@ mod namespaces;
 mod target;
 mod update;
 mod watch_probe;
+mod websocket;
 pub use target::Target;
 pub use update::UpdateDone;
 pub use watch_probe::{WatchRequests, probe_watches};
@@ -104,6 +105,15 @@ impl CaseApi {
         self.request_timeout = timeout;
         self.cancel = cancel;
         self
+    }
+
+    /// The same case's requests in another namespace it owns (`secondNamespace:`): bounded and
+    /// cancelled alike, counted with the case's own.
+    pub fn in_namespace(&self, namespace: &str) -> Self {
+        CaseApi {
+            namespace: namespace.to_string(),
+            ..self.clone()
+        }
     }
 
     /// Non-watch requests made so far (namespace, apply, delete, log fetches).

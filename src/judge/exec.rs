@@ -25,10 +25,15 @@ pub(super) fn exec(x: &ExecExpect, tl: &Timeline) -> J {
         }
         format!("{t:?}")
     };
+    // A log read (`fetchLog`) is an exec action without a command.
+    let what = if r.command.is_empty() {
+        format!("log over {}", r.protocol.as_deref().unwrap_or("websocket"))
+    } else {
+        r.command.join(" ")
+    };
     let got = format!(
-        "exec `{name}` in `{}` ({}): stdout {}, stderr {}, exit code {}",
+        "exec `{name}` in `{}` ({what}): stdout {}, stderr {}, exit code {}",
         r.container,
-        r.command.join(" "),
         shown(&r.stdout),
         shown(&r.stderr),
         r.exit_code.map_or("none".to_string(), |c| c.to_string())

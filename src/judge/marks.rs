@@ -186,6 +186,61 @@ fn active_deadline(tl: &Timeline) -> Result<Hit, String> {
     })
 }
 
+/// Why a snapshot does not show the resize `r` done, or None when it does: each named
+/// container reports exactly these requests and limits (by value; none other), has them
+/// allocated, and no resize condition is left (the kubelet clears PodResizePending and
+/// PodResizeInProgress once it has actuated the resize).
+pub(crate) fn resize_mismatch(r: &crate::suite::ResizedMark, s: &crate::observe::Snapshot) -> Option<String> {
+    for (name, want) in &r.containers {
+        let Some(c) = s.container(name) else {
+            return Some(format!("no status of `{name}`"));
+        };
+        let Some(got) = &c.resources else {
+            return Some(format!("`{name}` reports no resources"));
+        };
+        if !same_quantities(&want.value.requests, &got.requests) || !same_quantities(&want.value.limits, &got.limits) {
+            let side = |m: &std::collections::BTreeMap<String, String>| {
+                m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+            };
+            return Some(format!(
+                "`{name}` reports requests [{}] limits [{}]",
+                side(&got.requests),
+                side(&got.limits)
+            ));
+        }
+        if !same_quantities(&want.value.requests, &c.allocated_resources) {
+            return Some(format!("`{name}` has allocated {:?}", c.allocated_resources));
+        }
+    }
+    for ty in ["PodResizePending", "PodResizeInProgress"] {
+        if let Some(c) = s.condition(ty) {
+            return Some(format!(
+                "{ty}={} ({}: {})",
+                c.status,
+                c.reason.as_deref().unwrap_or(""),
+                c.message.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    None
+}
+
+/// Two resource lists with the same resources of equal value (`1000m` is `1`).
+fn same_quantities(
+    a: &std::collections::BTreeMap<String, String>,
+    b: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    use crate::suite::quantity::Quantity;
+    a.len() == b.len()
+        && a.iter().all(|(k, v)| {
+            b.get(k)
+                .is_some_and(|w| match (Quantity::parse(v), Quantity::parse(w)) {
+                    (Ok(x), Ok(y)) => x == y,
+                    _ => v == w,
+                })
+        })
+}
+
 /// The first instance `r` selects: the one whose status times `containerStarted` and
 /// `containerTerminated` read.
 fn first_instance<'a>(tl: &'a Timeline, r: &'a ContainerInstanceRef) -> Result<&'a Instance, String> {
@@ -482,6 +537,42 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
             )
             .pod_watch())
         }
+        MarkSpec::Resized(r) => {
+            // Each time the snapshots turn to match is one occurrence: a rollback to values
+            // seen before the resize matches a second time.
+            let mut prev = false;
+            let mut hits = vec![];
+            let mut last_miss = String::new();
+            for s in &tl.snapshots {
+                let now = match resize_mismatch(r, s) {
+                    None => true,
+                    Some(why) => {
+                        last_miss = why;
+                        false
+                    }
+                };
+                if now && !prev {
+                    hits.push(s.received);
+                }
+                prev = now;
+            }
+            let t = pick(r.occurrence, &hits).ok_or_else(|| {
+                let last = if last_miss.is_empty() {
+                    String::new()
+                } else {
+                    format!("; last seen: {last_miss}")
+                };
+                format!("{} resize never reported ({} seen){last}", r.occurrence, hits.len())
+            })?;
+            let names: Vec<&str> = r.containers.keys().map(String::as_str).collect();
+            Ok(Hit::new(
+                t,
+                ZERO,
+                Clock::Harness,
+                format!("{} reported resized {}", names.join(", "), hms(t)),
+            )
+            .pod_watch())
+        }
         MarkSpec::Status(st) => {
             // Each time the column changes to the text is one occurrence.
             let hits: Vec<Timestamp> = super::status::status_sequence(tl)
@@ -543,6 +634,7 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
                 ActionKind::Exec => "exec",
                 ActionKind::UpdateObject => "object update",
                 ActionKind::DeleteObject => "object delete",
+                ActionKind::Resize => "resize",
                 ActionKind::Update => "update",
             };
             let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
@@ -653,6 +745,11 @@ pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
         MarkSpec::Status(_) => with_occurrence(&|s, o| {
             if let MarkSpec::Status(st) = s {
                 st.occurrence = o
+            }
+        }),
+        MarkSpec::Resized(_) => with_occurrence(&|s, o| {
+            if let MarkSpec::Resized(r) = s {
+                r.occurrence = o
             }
         }),
         MarkSpec::Ready(_) | MarkSpec::Started(_) => with_occurrence(&|s, o| {

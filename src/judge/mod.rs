@@ -2,6 +2,7 @@
 //! (what was expected, what was measured, which marks were used). No I/O.
 
 mod backoff;
+mod cgroup;
 mod condition;
 mod container;
 mod count;
@@ -32,6 +33,7 @@ use sequence::{SeqMatch, Subject, match_sequence};
 
 use backoff::backoff;
 pub use backoff::{Interval, announced_backoffs, backoff_bounds, restart_intervals};
+use cgroup::cgroup;
 pub use condition::condition_sequence;
 use condition::{condition, condition_gaps};
 use container::{container, container_gaps, skipped_note};
@@ -95,6 +97,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         Expectation::StatusRow(r) => status::status_row_gaps(status::status_row(r, tl), tl),
         Expectation::QosClass(q) => status::qos_class(*q, tl),
         Expectation::Exec(x) => exec(x, tl),
+        Expectation::Cgroup(g) => cgroup(g, tl),
         Expectation::Update(x) => update(x, tl),
         Expectation::ObservedGeneration(x) => observed_generation(case, x, tl),
     };

@@ -61,6 +61,7 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
     let mut patches = tl.actions.iter().filter(|a| a.kind == ActionKind::Patch);
     let mut ephemerals = tl.actions.iter().filter(|a| a.kind == ActionKind::Ephemeral);
     let mut execs = tl.actions.iter().filter(|a| a.kind == ActionKind::Exec);
+    let mut resizes = tl.actions.iter().filter(|a| a.kind == ActionKind::Resize);
     let mut updates = tl.actions.iter().filter(|a| a.kind == ActionKind::Update);
     let mut objects = tl
         .actions
@@ -113,6 +114,40 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                         r.container
                     ))
                 }
+                // The same path to the node: a recording over another protocol exercised another.
+                Some(r) if r.protocol.as_deref().unwrap_or(ExecProtocol::V5.as_str()) != x.protocol.as_str() => {
+                    Some(format!(
+                        "steps[{i}] exec: `{}` over {} but the recording spoke {}",
+                        x.name.value,
+                        x.protocol.as_str(),
+                        r.protocol.as_deref().unwrap_or(ExecProtocol::V5.as_str())
+                    ))
+                }
+                Some(_) => None,
+            },
+            // The same container's log over the same protocol (an exec action with no command).
+            Step::FetchLog(l) => match execs.next().inspect(|a| sent = Some(a)).and_then(|a| a.exec.as_ref()) {
+                None => Some(format!(
+                    "steps[{i}] fetchLog: the recording has no log read `{}`",
+                    l.name.value
+                )),
+                Some(r)
+                    if r.name != l.name.value
+                        || r.container != l.container.value
+                        || !r.command.is_empty()
+                        || r.protocol.as_deref() != Some(l.protocol.as_str()) =>
+                {
+                    Some(format!(
+                        "steps[{i}] fetchLog: `{}` (log of `{}` over {}) but the recording ran `{}` ({} in `{}` over {})",
+                        l.name.value,
+                        l.container.value,
+                        l.protocol.as_str(),
+                        r.name,
+                        r.command.join(" "),
+                        r.container,
+                        r.protocol.as_deref().unwrap_or(ExecProtocol::V5.as_str())
+                    ))
+                }
                 Some(_) => None,
             },
             // The same change of the same object (`ConfigMap/name`).
@@ -148,6 +183,18 @@ pub(super) fn steps_problem<'a>(case: &'a Case, tl: &Timeline) -> Option<(String
                     )),
                     Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
                         "steps[{i}] ephemeral: `{want}` but the recording added `{}`",
+                        a.detail.as_deref().unwrap_or("?")
+                    )),
+                    Some(_) => None,
+                }
+            }
+            // The same containers resized to the same values, sent the same way.
+            Step::Resize(r) => {
+                let want = r.detail();
+                match resizes.next().inspect(|a| sent = Some(a)) {
+                    None => Some(format!("steps[{i}] resize: the recording has no resize")),
+                    Some(a) if a.detail.as_deref() != Some(want.as_str()) => Some(format!(
+                        "steps[{i}] resize: `{want}` but the recording sent `{}`",
                         a.detail.as_deref().unwrap_or("?")
                     )),
                     Some(_) => None,

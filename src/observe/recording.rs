@@ -419,6 +419,8 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
             // `command` names the object: `ConfigMap/name`.
             "update-object" => ActionKind::UpdateObject,
             "delete-object" => ActionKind::DeleteObject,
+            // `command` names the request and each container's new resources.
+            "resize" => ActionKind::Resize,
             // `update` carries what the API answered (the generations, the count done).
             "update" => ActionKind::Update,
             _ => continue,
@@ -443,7 +445,7 @@ fn read_actions(path: &Path) -> Result<(Vec<Numbered>, ActionsRead), RecordingEr
                         .and_then(|p| p.as_str())
                         .map(|p| format!("DELETE {p}"))
                 }),
-                exec: a.exec,
+                exec: a.exec.map(Box::new),
                 update: a.update,
             }),
         ));

@@ -9,6 +9,7 @@
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::suite::ContainerKind;
 
@@ -393,6 +394,23 @@ pub struct ContainerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started: Option<bool>,
     pub restart_count: u32,
+    /// `resources`: the requests and limits the kubelet reports the running container has
+    /// (what it applied through the runtime; an in-place resize changes them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+    /// `allocatedResources`: the requests the kubelet admitted for the container.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allocated_resources: BTreeMap<String, String>,
+}
+
+/// Requests and limits as the API shows them (quantities as written by their writer).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Resources {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -582,7 +600,7 @@ pub struct Action {
     pub detail: Option<String>,
     /// An `exec` step's result, as received: judged by `exec` expectations, live and on replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exec: Option<ExecResult>,
+    pub exec: Option<Box<ExecResult>>,
     /// An `update` step's record: how many updates the API accepted and the generations it
     /// answered, judged by `update` expectations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -644,6 +662,10 @@ pub struct ExecResult {
     /// More output than podlife keeps (`EXEC_OUTPUT_CAP` per stream) was cut.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// The websocket subprotocol asked for, when not kube's own (`v5.channel.k8s.io`, falling
+    /// back to v4: recordings made before the choice existed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
 }
 
 /// Output kept per stream of an exec: upstream's commands print a few bytes.

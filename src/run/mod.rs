@@ -220,8 +220,7 @@ pub fn run_live(
     let mut extra: Vec<(&str, String, Option<&str>)> = vec![];
     for (_, c) in &cases {
         extra.extend(
-            c.objects
-                .iter()
+            (c.objects.iter().chain(&c.second_namespace))
                 .map(|o| ("patch", format!("{}s", o.kind.to_lowercase()), None)),
         );
         for (i, s) in c.spec.steps.iter().enumerate() {
@@ -235,6 +234,9 @@ pub fn run_live(
                 extra.push(("get", "pods".into(), None));
                 extra.push(("update", "pods".into(), None));
             }
+            if let crate::suite::Step::FetchLog(_) = &s.value {
+                extra.push(("get", "pods".into(), Some("log")));
+            }
             if let (crate::suite::Step::Object(o), Some(obj)) = (&s.value, c.step_objects.get(&i)) {
                 let verb = if o.delete.is_some() { "delete" } else { "patch" };
                 extra.push((verb, format!("{}s", obj.kind.to_lowercase()), None));
@@ -244,6 +246,16 @@ pub fn run_live(
                 match e.via {
                     crate::suite::EphemeralVia::Patch => extra.push(("patch", "pods".into(), sub)),
                     crate::suite::EphemeralVia::Update => {
+                        extra.push(("get", "pods".into(), sub));
+                        extra.push(("update", "pods".into(), sub));
+                    }
+                }
+            }
+            if let crate::suite::Step::Resize(r) = &s.value {
+                let sub = Some("resize");
+                match r.via {
+                    crate::suite::ResizeVia::Patch => extra.push(("patch", "pods".into(), sub)),
+                    crate::suite::ResizeVia::Update => {
                         extra.push(("get", "pods".into(), sub));
                         extra.push(("update", "pods".into(), sub));
                     }

@@ -234,6 +234,7 @@ impl Recorder {
                     ActionKind::Exec => "exec",
                     ActionKind::UpdateObject => "update-object",
                     ActionKind::DeleteObject => "delete-object",
+                    ActionKind::Resize => "resize",
                     ActionKind::Update => "update",
                 };
                 let mut v = json!({"seq": seq, "action": action, "sent": a.sent, "done": a.done});
@@ -594,10 +595,19 @@ pub fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String
             continue;
         }
         for c in &s.cases {
-            // The pod's manifest and every object's: a bundle without them cannot be loaded.
+            // The pod's manifest and every object's, those only steps apply or delete included:
+            // a bundle without them cannot be loaded.
             let manifest = c.spec.manifest.as_ref().zip(c.manifest_path.as_ref());
             let objects = c.spec.objects.iter().zip(c.objects.iter().map(|o| &o.path));
-            for (rel, src) in manifest.into_iter().chain(objects) {
+            let elsewhere = (c.spec.second_namespace.iter()).zip(c.second_namespace.iter().map(|o| &o.path));
+            let steps = c
+                .step_objects
+                .iter()
+                .filter_map(|(i, o)| match &c.spec.steps.get(*i)?.value {
+                    crate::suite::Step::Object(s) => Some((s.apply.as_ref().or(s.delete.as_ref())?, &o.path)),
+                    _ => None,
+                });
+            for (rel, src) in manifest.into_iter().chain(objects).chain(elsewhere).chain(steps) {
                 if let Err(w) = copy_referenced(&dest, &s.path, &rel.value, src) {
                     warnings.push(w);
                 }

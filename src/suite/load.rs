@@ -74,6 +74,11 @@ impl AuxObject {
     pub fn id(&self) -> String {
         format!("{}/{}", self.kind, self.name)
     }
+
+    /// How actions and recordings name it when it was created in the case's second namespace.
+    pub fn second_namespace_id(&self) -> String {
+        format!("{} in the second namespace", self.id())
+    }
 }
 
 /// A validated case, ready to run or judge.
@@ -88,6 +93,8 @@ pub struct LoadedCase {
     pub objects: Vec<AuxObject>,
     /// The object of each `object` step, by step index (validated like `objects`).
     pub step_objects: BTreeMap<usize, AuxObject>,
+    /// Objects created in the case's second namespace (`secondNamespace:`), in order.
+    pub second_namespace: Vec<AuxObject>,
     pub containers: Vec<ContainerInfo>,
     /// Suite-declared images (`defaults.images`) over the built-in ones.
     pub images: BTreeMap<String, String>,
@@ -184,6 +191,16 @@ impl LoadedCase {
             })
             .collect();
         (init, rendered)
+    }
+
+    /// The `resize` step's strategic merge patch (containers or init containers by name).
+    pub fn resize_patch(&self, r: &ResizeStep) -> serde_json::Value {
+        let init = |name: &str| {
+            self.containers
+                .iter()
+                .any(|c| c.name == name && c.kind != ContainerKind::Regular)
+        };
+        r.strategic_patch(&init)
     }
 
     /// The pod manifest with `${image.NAME}` replaced (overrides win over suite and built-ins).

@@ -5,6 +5,7 @@ pub mod durations;
 pub mod load;
 pub mod model;
 pub mod naming;
+pub mod quantity;
 pub mod types;
 pub mod upstream;
 

@@ -140,6 +140,12 @@ pub struct Case {
     /// Service (ClusterIP). They go with the namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objects: Vec<Loc<String>>,
+    /// Objects created before the pod in a second namespace the case owns (labelled, and
+    /// deleted with the case, like its own), one-object manifests like `objects:`. An object of
+    /// the same kind and name as one of `objects:` shows that the pod consumes its own
+    /// namespace's object, never another's of the same name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub second_namespace: Vec<Loc<String>>,
     /// Skip (report ignored) on servers older than this, e.g. `"1.29"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_server_version: Option<Loc<String>>,

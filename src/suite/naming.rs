@@ -71,6 +71,13 @@ pub fn namespace_name_alt(run_id: &str, suite: &str, case: &str, node: Option<&s
     hashed(&full, &format!("alt\0{run_id}\0{suite}\0{case}\0{node}\0{attempt}"))
 }
 
+/// The second namespace of the attempt whose namespace is `ns` (`secondNamespace:`): `ns`'s
+/// prefix and a hash of `ns`. Always hashed, so it never equals a name `namespace_name` gives
+/// (those end with the case name or an attempt number, the hash only when over 63 characters).
+pub fn second_namespace_name(ns: &str) -> String {
+    hashed(&format!("{ns}-b"), &format!("second\0{ns}"))
+}
+
 /// `prefix-<10 hex digits>` within 63 characters, the prefix cut from `full`.
 fn hashed(full: &str, identity: &str) -> String {
     let h = format!("{:010x}", fnv1a(identity.as_bytes()) & 0xff_ffff_ffff);
@@ -139,6 +146,26 @@ mod tests {
             namespace_name("abc12345", "termination", "sigterm-handled", 2),
             "podlife-abc12345-termination-sigterm-handled-3"
         );
+    }
+
+    #[test]
+    fn a_second_namespace_is_valid_and_differs_from_every_first() {
+        let short = namespace_name("abc12345", "objects", "secret-volume-other-ns", 0);
+        let long = namespace_name("abc12345", &"s".repeat(40), &"c".repeat(40), 1);
+        for ns in [&short, &long] {
+            let second = second_namespace_name(ns);
+            assert!(valid(&second), "{second}");
+            assert_ne!(&second, ns);
+            assert_eq!(second, second_namespace_name(ns), "the same attempt, the same name");
+        }
+        assert!(
+            second_namespace_name(&short).starts_with(&short),
+            "readable: the first's name leads"
+        );
+        assert_ne!(second_namespace_name(&short), second_namespace_name(&long));
+        // A case named `<case>-b` has the first namespace `…-<case>-b`: never the second of `<case>`.
+        let b = namespace_name("abc12345", "objects", "secret-volume-other-ns-b", 0);
+        assert_ne!(second_namespace_name(&short), b);
     }
 
     #[test]

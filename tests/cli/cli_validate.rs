@@ -27,6 +27,32 @@ const CASES: &[(&str, Option<&str>)] = &[
     // Skipped: the tab is at 4:1 but the report points at the previous line's value and does
     // not say "indentation": `3:11: cases[0]: while scanning a plain scalar, found a tab`.
     ("tab-indent-key.yaml", None),
+    // Resize steps and cgroup expectations: the container, the quantity, the request against
+    // its limit, the exec step read, each named at its value.
+    (
+        "resize-unknown-container.yaml",
+        Some(
+            "tests/malformed/resize-unknown-container.yaml:8:19: cases[0].steps[0].resize.containers.mian: unknown container `mian` (the pod has: main)",
+        ),
+    ),
+    (
+        "resize-bad-quantity.yaml",
+        Some(
+            "tests/malformed/resize-bad-quantity.yaml:8:19: cases[0].steps[0].resize.containers.main.requests.cpu: invalid quantity \"25mm\": unknown suffix (use e.g. 250m, 1.5, 64Mi, 1G)",
+        ),
+    ),
+    (
+        "resize-request-above-limit.yaml",
+        Some(
+            "tests/malformed/resize-request-above-limit.yaml:8:19: cases[0].steps[0].resize.containers.main.requests.memory: the memory request 64Mi is above its limit 32Mi",
+        ),
+    ),
+    (
+        "cgroup-no-exec.yaml",
+        Some(
+            "tests/malformed/cgroup-no-exec.yaml:6:24: cases[0].expect[0].cgroup.exec: no exec step named `main-after` (exec steps: none)",
+        ),
+    ),
     // Unknown fields and kinds.
     (
         "unknown-top-field.yaml",
@@ -40,7 +66,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-case-field.yaml:5:5: cases[0].expects: unknown field \
              `expects`, expected one of name, description, reference, tags, upstream, manifest, pod, \
-             objects, minServerVersion, timeout, steps, marks, expect",
+             objects, secondNamespace, minServerVersion, timeout, steps, marks, expect",
         ),
     ),
     (
@@ -48,7 +74,7 @@ const CASES: &[(&str, Option<&str>)] = &[
         Some(
             "tests/malformed/unknown-expectation.yaml:7:9: cases[0].expect[1]: unknown variant \
              `exitStatus`, expected one of phase, phases, container, condition, order, gap, \
-             event, log, backoff, never, statuses, statusRow, qosClass, exec, update, observedGeneration",
+             event, log, backoff, never, statuses, statusRow, qosClass, exec, cgroup, update, observedGeneration",
         ),
     ),
     (
@@ -548,7 +574,7 @@ fn validating_a_directory_reports_all_problems_of_all_files() {
     let b = suites.join("b-two-problems.yaml").display().to_string();
     let expected = format!(
         "{a}:5:5: cases[0].expects: unknown field `expects`, expected one of name, description, \
-         reference, tags, upstream, manifest, pod, objects, minServerVersion, timeout, steps, marks, expect\n\
+         reference, tags, upstream, manifest, pod, objects, secondNamespace, minServerVersion, timeout, steps, marks, expect\n\
          {b}:7:27: cases[0].expect[0].container.name: unknown container `nope` (the pod has: main)\n\
          {b}:8:11: cases[1].name: invalid name \"Two\": use 1-40 characters of a-z, 0-9 and `-` \
          (it becomes part of a namespace name)\n\

@@ -14,4 +14,6 @@ mod format_features;
 mod generation_recordings;
 mod judge_mutations;
 mod observer;
+mod parity_recordings;
+mod resize;
 mod status_column;

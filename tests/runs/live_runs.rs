@@ -592,6 +592,16 @@ const SLOWED_BY_OUR_OWN_LOAD: &[(&str, &str)] = &[
 /// same recording with the restart known).
 const KUBELET_RESTART_UNRECORDED: &[(&str, &str)] = &[("K1-sj57omz6", "restart-policy::restart-always-crashloop@vm2")];
 
+/// Cases changed after every bundle was recorded: the projected volume's defaultMode on a
+/// mapped item is a third container the old recordings do not have. The old evidence
+/// cannot answer the case as it is now: never passed, and not held against a healthy run.
+const CHANGED_AFTER_EVERY_BUNDLE: &[&str] = &[
+    "upstream-objects::projected-cm-modes",
+    "upstream-objects::projected-secret-modes",
+    // Now over the base channel.k8s.io protocol; the old recordings spoke v5.
+    "upstream-pods::exec-websocket",
+];
+
 /// Runs of a healthy node that today's suites must decide: every case passes.
 const DECIDED: &[&str] = &["Na-6crqcpra", "Nc-b3a6rxxu"];
 
@@ -612,6 +622,19 @@ fn every_live_bundle_replays_and_the_conformant_runs_fail_nothing() {
         let (_, summary) = replay_bundle(&bundle, tmp.path());
         let cases = summary["cases"].as_array().unwrap();
         assert!(!cases.is_empty(), "{folder}: no case replayed");
+        let changed = |c: &serde_json::Value| {
+            CHANGED_AFTER_EVERY_BUNDLE
+                .contains(&format!("{}::{}", c["suite"].as_str().unwrap(), c["case"].as_str().unwrap()).as_str())
+        };
+        for c in cases.iter().filter(|c| changed(c)) {
+            if c["status"] == "passed" {
+                problems.push(format!(
+                    "{folder} {}: the old bundle passed the changed case",
+                    c["case"]
+                ));
+            }
+        }
+        let cases: Vec<&serde_json::Value> = cases.iter().filter(|c| !changed(c)).collect();
         let not_passed: Vec<String> = cases
             .iter()
             .filter(|c| c["status"] != "passed")

@@ -101,27 +101,65 @@ impl FakeExec {
     }
 }
 
-/// Answers an exec request as an API server would: a websocket upgrade (hyper client over an
-/// in-memory pipe to a tungstenite server, so the response carries a real upgrade) or an error.
-async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> {
-    use futures::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
-    if let FakeExec::Status(code, message) = &how {
-        return status(*code, "BadRequest", message);
-    }
+/// The websocket protocols the client offered, in its order.
+fn offered(parts: &http::request::Parts) -> Vec<String> {
+    (parts
+        .headers
+        .get("sec-websocket-protocol")
+        .and_then(|v| v.to_str().ok()))
+    .map(|v| v.split(',').map(|p| p.trim().to_string()).collect())
+    .unwrap_or_default()
+}
+
+type ServerSocket = tokio_tungstenite::WebSocketStream<tokio::io::DuplexStream>;
+
+/// Answers a websocket upgrade as an API server would, choosing `protocol` (hyper client over
+/// an in-memory pipe to a tungstenite server, so the response carries a real upgrade), and
+/// then lets `serve` speak on the socket.
+async fn upgrade<F, Fut>(parts: http::request::Parts, protocol: &str, serve: F) -> Response<RespBody>
+where
+    F: FnOnce(ServerSocket) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
+    let protocol = protocol.to_string();
     tokio::spawn(async move {
         // The callback's signature is tungstenite's (its error type is large).
         #[allow(clippy::result_large_err)]
         let pick = |_: &tokio_tungstenite::tungstenite::handshake::server::Request,
                     mut resp: tokio_tungstenite::tungstenite::handshake::server::Response| {
             resp.headers_mut()
-                .insert("sec-websocket-protocol", "v4.channel.k8s.io".parse().unwrap());
+                .insert("sec-websocket-protocol", protocol.parse().unwrap());
             Ok(resp)
         };
-        let Ok(mut ws) = tokio_tungstenite::accept_hdr_async(server_io, pick).await else {
-            return;
-        };
+        if let Ok(ws) = tokio_tungstenite::accept_hdr_async(server_io, pick).await {
+            serve(ws).await;
+        }
+    });
+    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(
+        hyper_util::rt::TokioIo::new(client_io),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn.with_upgrades());
+    let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
+    let resp = sender.send_request(req).await.unwrap();
+    resp.map(|b| b.map_err(|e| -> BoxError { Box::new(e) }).boxed())
+}
+
+/// Answers an exec request as an API server would: a websocket upgrade or an error. Offered
+/// only the base `channel.k8s.io` (proxied to the kubelet unchanged), it speaks that protocol:
+/// nothing on the error stream for success, the status's message for a failure. Otherwise
+/// v4.channel.k8s.io, with the status as JSON on channel 3.
+async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    if let FakeExec::Status(code, message) = &how {
+        return status(*code, "BadRequest", message);
+    }
+    let base = offered(&parts) == ["channel.k8s.io"];
+    let protocol = if base { "channel.k8s.io" } else { "v4.channel.k8s.io" };
+    upgrade(parts, protocol, move |mut ws| async move {
         let frame = |ch: u8, s: &str| {
             let mut v = vec![ch];
             v.extend_from_slice(s.as_bytes());
@@ -129,13 +167,23 @@ async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> 
         };
         match how {
             FakeExec::Run { stdout, stderr, status } => {
+                if base {
+                    // The base protocol's server opens each channel with an empty message.
+                    for ch in [1, 2, 3] {
+                        let _ = ws.send(frame(ch, "")).await;
+                    }
+                }
                 for s in stdout {
                     let _ = ws.send(frame(1, &s)).await;
                 }
                 if !stderr.is_empty() {
                     let _ = ws.send(frame(2, &stderr)).await;
                 }
-                let _ = ws.send(frame(3, &status.to_string())).await;
+                if !base {
+                    let _ = ws.send(frame(3, &status.to_string())).await;
+                } else if status["status"] != "Success" {
+                    let _ = ws.send(frame(3, status["message"].as_str().unwrap_or(""))).await;
+                }
                 let _ = ws.close(None).await;
             }
             FakeExec::Stall(s) => {
@@ -149,16 +197,50 @@ async fn exec(parts: http::request::Parts, how: FakeExec) -> Response<RespBody> 
             }
             FakeExec::Status(..) => {}
         }
-    });
-    let (mut sender, conn) = hyper::client::conn::http1::handshake::<_, http_body_util::Empty<Bytes>>(
-        hyper_util::rt::TokioIo::new(client_io),
-    )
+    })
     .await
-    .unwrap();
-    tokio::spawn(conn.with_upgrades());
-    let req = Request::from_parts(parts, http_body_util::Empty::<Bytes>::new());
-    let resp = sender.send_request(req).await.unwrap();
-    resp.map(|b| b.map_err(|e| -> BoxError { Box::new(e) }).boxed())
+}
+
+/// A log request upgraded to a websocket, as the API server serves it (its own wsstream
+/// reader over the kubelet's log): the log's bytes as one binary message (`binary.k8s.io`) or
+/// base64 text (`base64.binary.k8s.io`), then a close. An error answer stays an HTTP error.
+async fn log_websocket(parts: http::request::Parts, log: Response<RespBody>, timestamps: bool) -> Response<RespBody> {
+    use base64::Engine;
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    if log.status() != 200 {
+        return log;
+    }
+    let mut bytes = log
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    // The fake's log lines always carry their time; a real server adds it only when asked.
+    if !timestamps {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let lines: String = text
+            .split_inclusive('\n')
+            .map(|l| l.split_once(' ').map_or(l, |(_, b)| b))
+            .collect();
+        bytes = Bytes::from(lines);
+    }
+    let Some(protocol) = (offered(&parts).into_iter()).find(|p| p == "binary.k8s.io" || p == "base64.binary.k8s.io")
+    else {
+        return status(400, "BadRequest", "no websocket protocol the log endpoint speaks");
+    };
+    let base64 = protocol == "base64.binary.k8s.io";
+    upgrade(parts, &protocol, move |mut ws| async move {
+        let m = if base64 {
+            Message::text(base64::engine::general_purpose::STANDARD.encode(&bytes))
+        } else {
+            Message::binary(bytes.to_vec())
+        };
+        let _ = ws.send(m).await;
+        let _ = ws.close(None).await;
+    })
+    .await
 }
 
 /// A node the fake presents (`FakeState::nodes`); pods pinned to it (nodeSelector on
@@ -426,6 +508,14 @@ pub struct FakeState {
     /// The next this many ephemeral-container PUTs answer 409: the pod changed between the
     /// read and the PUT (the kubelet writing its status, live after an API outage).
     pub ephemeral_conflicts: u32,
+    /// Writes to `pods/<name>/resize`: `(method, content type, body)`.
+    pub resize: Vec<(String, String, Value)>,
+    /// The resources the fake's pod has, by container, as resized so far.
+    pub resized: BTreeMap<String, Value>,
+    /// How the next writes to `pods/<name>/resize` are answered, by method (`PATCH`, `PUT`), in
+    /// order, before any is applied: 409 (the pod changed since it was read) or 500 (the API
+    /// server failing).
+    pub resize_answers: Vec<(&'static str, u16)>,
     /// How exec requests (`pods/<name>/exec`) are answered, in order (the last one repeats);
     /// empty: a 404.
     pub exec: Vec<FakeExec>,
@@ -742,6 +832,12 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         let (parts, _) = req.into_parts();
         return exec(parts, how).await;
     }
+    // A log request asking for a websocket keeps its head for the upgrade.
+    let (parts, body) = req.into_parts();
+    let mut upgrading = (parts.headers.get("upgrade").and_then(|v| v.to_str().ok()))
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+        .then(|| parts.clone());
+    let req = Request::from_parts(parts, body);
     let body: Value = {
         let bytes = req
             .into_body()
@@ -1088,6 +1184,51 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}], "ephemeralContainers": s.ephemeral_containers}}),
             )
         }
+        (m @ ("PATCH" | "PUT" | "GET"), ["api", "v1", "namespaces", ns, "pods", name, "resize"]) => {
+            let mut s = st.lock().unwrap();
+            let version = |s: &FakeState| format!("{}", 20 + s.resize.len());
+            if m != "GET" {
+                if let Some(i) = s.resize_answers.iter().position(|(am, _)| *am == m) {
+                    let code = s.resize_answers.remove(i).1;
+                    s.resize
+                        .push((format!("{m} answered {code}"), content_type.to_string(), body.clone()));
+                    return match code {
+                        409 => status(
+                            409,
+                            "Conflict",
+                            "Operation cannot be fulfilled on pods: the object has been modified; please apply your changes to the latest version and try again",
+                        ),
+                        c => status(c, "InternalError", "etcdserver: request timed out"),
+                    };
+                }
+                if m == "PUT" && body["metadata"]["resourceVersion"] != json!(version(&s)) {
+                    return status(409, "Conflict", "the object has been modified");
+                }
+                s.resize.push((m.to_string(), content_type.to_string(), body.clone()));
+                // A strategic merge patch merges containers by name and resources key by key;
+                // an update replaces each container's resources.
+                for c in body["spec"]["containers"].as_array().into_iter().flatten() {
+                    let Some(n) = c["name"].as_str() else { continue };
+                    let cur = s.resized.entry(n.to_string()).or_insert_with(|| json!({}));
+                    if m == "PUT" {
+                        *cur = c["resources"].clone();
+                    } else {
+                        for side in ["requests", "limits"] {
+                            for (k, v) in c["resources"][side].as_object().into_iter().flatten() {
+                                cur[side][k] = v.clone();
+                            }
+                        }
+                    }
+                }
+            }
+            let resources = s.resized.get("main").cloned().unwrap_or_else(|| json!({}));
+            json_resp(
+                200,
+                json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "namespace": ns, "resourceVersion": version(&s)},
+                    "spec": {"containers": [{"name": "main", "image": "busybox:1.36", "resources": resources}]}}),
+            )
+        }
         // The pods of a namespace stopped at once at the end of a case: nothing to do for a
         // pod the fake plays from a recording.
         ("DELETE", ["api", "v1", "namespaces", _, "pods"]) => json_resp(
@@ -1184,6 +1325,11 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
         }
         ("GET", ["api", "v1", "namespaces", ns, "pods"]) => items(&st, ns, Kind::Pods, watch, &q).await,
         ("GET", ["api", "v1", "namespaces", ns, "events"]) => items(&st, ns, Kind::Events, watch, &q).await,
+        ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) if upgrading.is_some() => {
+            let log = logs(&st, ns, name, &q).await;
+            let timestamps = q.get("timestamps").is_some_and(|v| v == "true");
+            log_websocket(upgrading.take().expect("checked"), log, timestamps).await
+        }
         ("GET", ["api", "v1", "namespaces", ns, "pods", name, "log"]) => logs(&st, ns, name, &q).await,
         _ => status(404, "NotFound", &format!("fake: no route for {method} {path}")),
     }

@@ -158,6 +158,8 @@ mod tests {
             ready: false,
             started: None,
             restart_count,
+            resources: None,
+            allocated_resources: Default::default(),
         }
     }
 

@@ -325,6 +325,11 @@ impl Observer {
             ready: cs.ready,
             started: cs.started,
             restart_count: rc,
+            resources: cs.resources.as_ref().map(|r| crate::observe::timeline::Resources {
+                requests: quantities(r.requests.as_ref()),
+                limits: quantities(r.limits.as_ref()),
+            }),
+            allocated_resources: quantities(cs.allocated_resources.as_ref()),
         }
     }
 
@@ -447,4 +452,11 @@ pub(super) fn probe_period(c: &core::Container) -> Option<f64> {
         .flatten()
         .map(|p| f64::from(p.period_seconds.unwrap_or(10)))
         .reduce(f64::max)
+}
+
+/// A resource list as its quantities' text.
+fn quantities(
+    m: Option<&std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+) -> std::collections::BTreeMap<String, String> {
+    m.into_iter().flatten().map(|(k, v)| (k.clone(), v.0.clone())).collect()
 }

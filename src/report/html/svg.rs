@@ -199,6 +199,7 @@ fn actions(l: &mut Layers, tl: &Timeline, sc: &Scale, r: &impl Fn(Timestamp) -> 
             ActionKind::Exec => format!("exec {}", a.exec.as_ref().map_or("", |x| x.name.as_str())),
             ActionKind::UpdateObject => format!("apply {}", a.detail.as_deref().unwrap_or("object")),
             ActionKind::DeleteObject => format!("delete {}", a.detail.as_deref().unwrap_or("object")),
+            ActionKind::Resize => "resize".to_string(),
             ActionKind::Update => format!("update {}", a.update.as_ref().map_or("", |u| u.name.as_str())),
         };
         if let Some(g) = a.grace_period_seconds {

@@ -235,7 +235,7 @@ fn errored(error: String, started: Timestamp, t0: Instant, tl: Option<Timeline>)
 /// extended by the time the API was away), the settle tail, the cleanup, plus a minute for
 /// clock differences between the machine of this run and that of `clean`.
 fn in_use_until(case: &LoadedCase, env: &CaseEnv) -> Timestamp {
-    let waits = (case.spec.steps.len() + case.objects.len() + 4) as u32;
+    let waits = (case.spec.steps.len() + case.objects.len() + 2 * case.second_namespace.len() + 4) as u32;
     let bound = case
         .timeout
         .saturating_add(env.settle)
@@ -257,7 +257,7 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     let api = CaseApi::new(client, &ns)
         .bounded(env.request_timeout, Some(env.cancel.clone()))
         .on_node(env.node.as_deref());
-    let mut created: Option<String> = None;
+    let mut created: Vec<Created> = vec![];
     let recorder = start_recording(env, case, &ns, attempt_no);
     let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
         Ok(a) => a,
@@ -271,32 +271,53 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     // Not created by us (409, an error or an interrupt before the create answered): nothing to
     // delete here. A create whose answer was lost still carries our run label, and the
     // end-of-run sweep finds it.
-    let Some(uid) = created else {
+    if created.is_empty() {
         attempt.api_requests = api.requests();
         return attempt;
-    };
+    }
     let keep =
         env.keep_on_failure && attempt.status != AttemptStatus::Passed && attempt.status != AttemptStatus::Interrupted;
-    if keep {
-        attempt.cleanup.kept = true;
-    } else {
-        api.stop_pods_now().await;
-        // The DELETE only: the namespace controller then takes seconds to remove its objects
-        // and its finalizer (more with many namespaces going at once), time in which this
-        // case's slot would sit idle. The end-of-run sweep waits for every namespace still
-        // terminating, all at once.
-        match api.delete_namespace(&uid, Duration::ZERO, env.api_outage_budget).await {
-            Ok(true) => attempt.cleanup.deleted = true,
-            Ok(false) => attempt.cleanup.terminating = true,
-            Err(e) => attempt.cleanup.leftover = Some(format!("namespace {ns}: {e}")),
+    attempt.cleanup.kept = keep;
+    attempt.cleanup.deleted = !keep;
+    let mut leftovers = vec![];
+    for c in &created {
+        let done = keep || {
+            c.api.stop_pods_now().await;
+            // The DELETE only: the namespace controller then takes seconds to remove its
+            // objects and its finalizer (more with many namespaces going at once), time in
+            // which this case's slot would sit idle. The end-of-run sweep waits for every
+            // namespace still terminating, all at once.
+            match c
+                .api
+                .delete_namespace(&c.uid, Duration::ZERO, env.api_outage_budget)
+                .await
+            {
+                Ok(true) => true,
+                Ok(false) => {
+                    attempt.cleanup.terminating = true;
+                    false
+                }
+                Err(e) => {
+                    leftovers.push(format!("namespace {}: {e}", c.api.namespace));
+                    false
+                }
+            }
+        };
+        // Deleted or kept on purpose: the sweep need not try again. A namespace still
+        // terminating (or whose DELETE failed) stays registered: the end-of-run sweep checks it
+        // again, so the run's leftovers are what is really left at its end (after an API server
+        // restart the namespace controller catches up late).
+        if done {
+            env.live_namespaces
+                .lock()
+                .expect("namespace registry")
+                .remove(&c.api.namespace);
+        } else {
+            attempt.cleanup.deleted = false;
         }
     }
-    // Deleted or kept on purpose: the sweep need not try again. A namespace still terminating
-    // (or whose DELETE failed) stays registered: the end-of-run sweep checks it again, so the
-    // run's leftovers are what is really left at its end (after an API server restart the
-    // namespace controller catches up late).
-    if attempt.cleanup.deleted || attempt.cleanup.kept {
-        env.live_namespaces.lock().expect("namespace registry").remove(&ns);
+    if !leftovers.is_empty() {
+        attempt.cleanup.leftover = Some(leftovers.join("; "));
     }
     attempt.api_requests = api.requests();
     finish_recording(recorder, &attempt);
@@ -338,6 +359,24 @@ fn finish_recording(recorder: Option<SharedRecorder>, attempt: &Attempt) {
     };
     if let Err(e) = rec.finish(attempt) {
         eprintln!("warning: recording incomplete ({e}); `run --replay` will refuse it");
+    }
+}
+
+/// A namespace this attempt created, with the API of its requests: only it (by UID) is deleted.
+pub(super) struct Created {
+    api: CaseApi,
+    uid: String,
+}
+
+impl Created {
+    /// Registers the namespace with the run, whose end-of-run sweep deletes it should the
+    /// attempt not get to.
+    fn new(env: &CaseEnv, api: &CaseApi, uid: String) -> Self {
+        env.live_namespaces
+            .lock()
+            .expect("namespace registry")
+            .insert(api.namespace.clone(), uid.clone());
+        Created { api: api.clone(), uid }
     }
 }
 

@@ -9,7 +9,7 @@ pub(super) async fn observe_case(
     env: &CaseEnv,
     started: Timestamp,
     t0: Instant,
-    created: &mut Option<String>,
+    created: &mut Vec<Created>,
     recorder: Option<&SharedRecorder>,
 ) -> Result<Attempt, CaseError> {
     let mut cancel = env.cancel.clone();
@@ -27,15 +27,29 @@ pub(super) async fn observe_case(
         )
         .await
     {
-        Ok(uid) => {
-            env.live_namespaces
-                .lock()
-                .expect("namespace registry")
-                .insert(api.namespace.clone(), uid.clone());
-            *created = Some(uid);
-        }
+        Ok(uid) => created.push(Created::new(env, api, uid)),
         Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
         Err(e) => return Err(Box::new((e.to_string(), None))),
+    }
+    // The second namespace is the case's like the first: the same labels (the sweep and `clean`
+    // find it), registered and deleted with it.
+    let second = (!case.second_namespace.is_empty())
+        .then(|| api.in_namespace(&crate::suite::naming::second_namespace_name(&api.namespace)));
+    if let Some(second) = &second {
+        match second
+            .create_namespace(
+                &env.run_id,
+                &case.suite,
+                case.name(),
+                env.api_outage_budget,
+                in_use_until(case, env),
+            )
+            .await
+        {
+            Ok(uid) => created.push(Created::new(env, second, uid)),
+            Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
+            Err(e) => return Err(Box::new((format!("the second namespace: {e}"), None))),
+        }
     }
     match api.wait_namespace_ready(env.api_outage_budget).await {
         Ok(()) => {}
@@ -121,8 +135,15 @@ pub(super) async fn observe_case(
     };
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
-    // only be created once what it consumes exists.
-    for o in &case.objects {
+    // only be created once what it consumes exists. Those of the second namespace come first,
+    // as upstream creates them: the pod's own are then the newest of their name.
+    let own = case.objects.iter().map(|o| (api, o, o.id()));
+    let elsewhere = second.iter().flat_map(|s| {
+        case.second_namespace
+            .iter()
+            .map(move |o| (s, o, o.second_namespace_id()))
+    });
+    for (api, o, id) in elsewhere.chain(own) {
         let sent = Timestamp::now();
         if let Err(e) = api.apply_object(&o.value, env.api_outage_budget).await {
             tasks.abort_all();
@@ -136,7 +157,7 @@ pub(super) async fn observe_case(
             sent,
             done: Some(Timestamp::now()),
             grace_period_seconds: None,
-            detail: Some(o.id()),
+            detail: Some(id),
             exec: None,
             update: None,
         }));
@@ -250,7 +271,10 @@ pub(super) async fn observe_case(
                 let own = x.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
                 let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
                 let first = Timestamp::now();
-                match api.exec(&pod_name, &x.container.value, &x.command.value, timeout).await {
+                match api
+                    .exec(&pod_name, &x.container.value, &x.command.value, x.protocol, timeout)
+                    .await
+                {
                     Ok(mut r) => {
                         r.name = x.name.value.clone();
                         if let Some(e) = &r.error {
@@ -263,7 +287,32 @@ pub(super) async fn observe_case(
                             done: Some(Timestamp::now()),
                             grace_period_seconds: None,
                             detail: Some(format!("{} in {}", x.command.value.join(" "), x.container.value)),
-                            exec: Some(r),
+                            exec: Some(Box::new(r)),
+                            update: None,
+                        }));
+                        Ok(None)
+                    }
+                    Err(e) => Err(Stop::from(e)),
+                }
+            }
+            Step::FetchLog(l) => {
+                let own = l.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
+                let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
+                let first = Timestamp::now();
+                match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
+                    Ok(mut r) => {
+                        r.name = l.name.value.clone();
+                        if let Some(e) = &r.error {
+                            eprintln!("    {}: steps[{i}] fetchLog `{}`: {e}", case.full_name(), r.name);
+                        }
+                        let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
+                        loop_.obs.push(Input::Action(Action {
+                            kind: ActionKind::Exec,
+                            sent,
+                            done: Some(Timestamp::now()),
+                            grace_period_seconds: None,
+                            detail: Some(format!("log of {} over {}", l.container.value, l.protocol.as_str())),
+                            exec: Some(Box::new(r)),
                             update: None,
                         }));
                         Ok(None)
@@ -314,6 +363,23 @@ pub(super) async fn observe_case(
                     }
                     Err(e) => Err(Stop::from(e)),
                 }
+            }
+            Step::Resize(r) => {
+                let patch = case.resize_patch(r);
+                let resources = r
+                    .containers
+                    .iter()
+                    .map(|(n, x)| (n.clone(), x.value.to_json()))
+                    .collect();
+                act(
+                    api,
+                    &mut loop_.obs,
+                    ActionKind::Resize,
+                    None,
+                    Some(r.detail()),
+                    api.resize_pod(&pod_name, r.via, &patch, &resources, env.api_outage_budget),
+                )
+                .await
             }
             Step::Patch(p) => {
                 let patch = case.patch_body(p, &env.images);

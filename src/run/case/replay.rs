@@ -183,15 +183,21 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
         .filter_map(|a| a.detail.as_deref())
         .collect();
     let pod_at = tl.actions.iter().find(|a| a.kind == ActionKind::Apply).map(|a| a.sent);
-    let problem = case.objects.iter().enumerate().find_map(|(i, o)| {
-        let id = o.id();
+    let own = case
+        .objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (format!("objects[{i}]"), o.id()));
+    let elsewhere = (case.second_namespace.iter().enumerate())
+        .map(|(i, o)| (format!("secondNamespace[{i}]"), o.second_namespace_id()));
+    let problem = elsewhere.chain(own).find_map(|(at, id)| {
         let found = tl
             .actions
             .iter()
             .find(|a| a.kind == ActionKind::ApplyObject && a.detail.as_deref() == Some(id.as_str()));
         match found {
             None => Some(format!(
-                "objects[{i}]: the recording never created {id} (it created: {})",
+                "{at}: the recording never created {id} (it created: {})",
                 if applied.is_empty() {
                     "no object".to_string()
                 } else {
@@ -199,7 +205,7 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
                 }
             )),
             Some(a) if pod_at.is_some_and(|p| p < a.sent) => {
-                Some(format!("objects[{i}]: the recording created {id} after the pod"))
+                Some(format!("{at}: the recording created {id} after the pod"))
             }
             Some(_) => None,
         }

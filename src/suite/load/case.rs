@@ -29,7 +29,8 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
     let (pod, manifest_path) = pod_of(ctx, c)?;
     let mut containers = containers_of(ctx, c, &pod, manifest_path.as_deref())?;
     let min_server_version = min_server_version(ctx, c);
-    let objects = objects_of(ctx, c);
+    let objects = objects_of(ctx, &c.case.objects, c, "objects");
+    let second_namespace = objects_of(ctx, &c.case.second_namespace, c, "secondNamespace");
     ephemeral_containers(ctx, c, &mut containers);
     let step_objects = object_steps(ctx, c, &objects);
     let exec_names = exec_steps(ctx, c, &containers);
@@ -64,6 +65,7 @@ pub(super) fn load_case(ctx: &mut Ctx, c: &CaseInput) -> Option<LoadedCase> {
         manifest_path,
         objects,
         step_objects,
+        second_namespace,
         containers,
         images: c.images.clone(),
         min_server_version,
@@ -147,19 +149,19 @@ fn min_server_version(ctx: &mut Ctx, c: &CaseInput) -> Option<(u32, u32)> {
     })
 }
 
-/// `objects:`, each loaded and checked, each once.
-fn objects_of(ctx: &mut Ctx, c: &CaseInput) -> Vec<AuxObject> {
-    let (case, p, base) = (c.case, c.path, c.base);
+/// `objects:` (or `secondNamespace:`, named by `field`), each loaded and checked, each once.
+fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -> Vec<AuxObject> {
+    let (p, base) = (c.path, c.base);
     let mut objects: Vec<AuxObject> = vec![];
-    for (i, o) in case.objects.iter().enumerate() {
-        let path = format!("{p}.objects[{i}]");
+    for (i, o) in list.iter().enumerate() {
+        let path = format!("{p}.{field}[{i}]");
         match load_object(base, o) {
             Ok(obj) => {
                 if let Some(first) = objects.iter().position(|x| x.id() == obj.id()) {
                     ctx.err(
                         o,
                         path,
-                        format!("{} is also objects[{first}]: each object once", obj.id()),
+                        format!("{} is also {field}[{first}]: each object once", obj.id()),
                     );
                 } else {
                     objects.push(obj);
@@ -245,49 +247,51 @@ fn exec_steps(ctx: &mut Ctx, c: &CaseInput, containers: &[ContainerInfo]) -> BTr
     let (case, p) = (c.case, c.path);
     let mut exec_names: BTreeSet<String> = BTreeSet::new();
     for (i, s) in case.steps.iter().enumerate() {
-        let Step::Exec(x) = &s.value else { continue };
-        let sp = format!("{p}.steps[{i}].exec");
-        let n = x.name.value.as_str();
+        let (sp, name, container, timeout) = match &s.value {
+            Step::Exec(x) => (format!("{p}.steps[{i}].exec"), &x.name, &x.container, x.timeout),
+            Step::FetchLog(l) => (format!("{p}.steps[{i}].fetchLog"), &l.name, &l.container, l.timeout),
+            _ => continue,
+        };
+        let n = name.value.as_str();
         let ok = !n.is_empty()
             && n.len() <= 63
             && n.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if !ok {
             ctx.err(
-                &x.name,
+                name,
                 format!("{sp}.name"),
                 format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
             );
         } else if !exec_names.insert(n.to_string()) {
             ctx.err(
-                &x.name,
+                name,
                 format!("{sp}.name"),
-                format!("`{n}` names another exec step too: each exec step its own name"),
+                format!("`{n}` names another exec or fetchLog step too: each its own name"),
             );
         }
-        if !containers.iter().any(|c| c.name == x.container.value) {
+        if !containers.iter().any(|c| c.name == container.value) {
             let known = containers
                 .iter()
                 .map(|c| c.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
             ctx.err(
-                &x.container,
+                container,
                 format!("{sp}.container"),
-                format!("unknown container `{}` (the pod has: {known})", x.container.value),
+                format!("unknown container `{}` (the pod has: {known})", container.value),
             );
         }
+        if timeout.is_some_and(|t| t.0.is_zero()) {
+            ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
+        }
+        let Step::Exec(x) = &s.value else { continue };
         if x.command.value.first().is_none_or(|c| c.is_empty()) {
             ctx.err(
                 &x.command,
                 format!("{sp}.command"),
                 "the command is empty: give the program and its arguments, e.g. [/bin/echo, marco]",
             );
-        }
-        if let Some(t) = x.timeout
-            && t.0.is_zero()
-        {
-            ctx.err(s, format!("{sp}.timeout"), "must be more than 0s");
         }
     }
     exec_names
@@ -467,8 +471,31 @@ fn other_steps(refs: &mut Refs, c: &CaseInput, pod: &serde_json::Value) {
             }
             Step::Sleep(_) => {}
             Step::Patch(patch) => check_patch(refs, s, patch, &sp, pod, images),
+            Step::Resize(r) => {
+                if r.containers.is_empty() {
+                    refs.ctx.err(
+                        s,
+                        format!("{sp}.resize.containers"),
+                        "name at least one container to resize",
+                    );
+                }
+                for (n, x) in &r.containers {
+                    refs.resources(n, x, &format!("{sp}.resize.containers.{n}"));
+                    if x.value.requests.is_empty() && x.value.limits.is_empty() {
+                        refs.ctx.err(
+                            &Loc {
+                                value: (),
+                                line: x.line,
+                                col: x.col,
+                            },
+                            format!("{sp}.resize.containers.{n}"),
+                            "no requests or limits: the resize would change nothing",
+                        );
+                    }
+                }
+            }
             // Checked above, with the containers.
-            Step::Ephemeral(_) | Step::Exec(_) | Step::Object(_) | Step::Update(_) => {}
+            Step::Ephemeral(_) | Step::Exec(_) | Step::FetchLog(_) | Step::Object(_) | Step::Update(_) => {}
         }
     }
 }
@@ -485,6 +512,10 @@ fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
             Step::WaitFor(w) => (w.timeout.map(|d| d.0).unwrap_or(wait_timeout), "waitFor timeout"),
             Step::Sleep(d) => (d.r#for.0, "sleep"),
             Step::Exec(x) => (x.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT), "exec timeout"),
+            Step::FetchLog(l) => (
+                l.timeout.map(|d| d.0).unwrap_or(DEFAULT_EXEC_TIMEOUT),
+                "fetchLog timeout",
+            ),
             Step::Update(u) => (u.min_duration(), "update's paced updates"),
             _ => continue,
         };

@@ -29,6 +29,64 @@ impl Refs<'_, '_> {
         }
     }
 
+    /// The resources a `resize` step sends or a `resized` mark or `cgroup` expectation expects of
+    /// a container: a container of the pod (not an ephemeral one, which has no resources), only
+    /// `cpu` and `memory` (the only resources the API lets a resize change), each a quantity the
+    /// API accepts, greater than zero, and no request above its limit.
+    pub(super) fn resources(&mut self, name: &str, r: &Loc<ResizeResources>, path: &str) {
+        let at = Loc {
+            value: name.to_string(),
+            line: r.line,
+            col: r.col,
+        };
+        self.container(&at, path);
+        if self
+            .all
+            .iter()
+            .any(|c| c.name == name && c.kind == crate::suite::ContainerKind::Ephemeral)
+        {
+            self.ctx.err(
+                &at,
+                path,
+                format!("`{name}` is an ephemeral container, which has no resources to resize"),
+            );
+        }
+        self.resource_values(&r.value, &at, path);
+    }
+
+    pub(super) fn resource_values(&mut self, r: &ResizeResources, at: &Loc<String>, path: &str) {
+        use crate::suite::quantity::Quantity;
+        let mut parsed: BTreeMap<(&str, &str), Quantity> = BTreeMap::new();
+        for (side, m) in [("requests", &r.requests), ("limits", &r.limits)] {
+            for (k, v) in m {
+                let p = format!("{path}.{side}.{k}");
+                if k != "cpu" && k != "memory" {
+                    self.ctx
+                        .err(at, p, format!("only cpu and memory can be resized in place, not `{k}`"));
+                    continue;
+                }
+                match Quantity::parse(v) {
+                    Ok(q) if q.0 <= 0 => self.ctx.err(at, p, format!("must be more than 0, got {v:?}")),
+                    Ok(q) => {
+                        parsed.insert((side, k.as_str()), q);
+                    }
+                    Err(e) => self.ctx.err(at, p, e),
+                }
+            }
+        }
+        for k in ["cpu", "memory"] {
+            if let (Some(req), Some(lim)) = (parsed.get(&("requests", k)), parsed.get(&("limits", k)))
+                && req > lim
+            {
+                self.ctx.err(
+                    at,
+                    format!("{path}.requests.{k}"),
+                    format!("the {k} request {} is above its limit {}", r.requests[k], r.limits[k]),
+                );
+            }
+        }
+    }
+
     /// `instance: each` only means something inside a gap with `forEachInstance` on the same
     /// container; anywhere else it is an error at the reference.
     pub(super) fn check_each(&mut self, m: &MarkRef, path: &str) {
@@ -110,6 +168,18 @@ impl Refs<'_, '_> {
                 if st.is.trim().is_empty() {
                     self.ctx
                         .err(&Loc::new(()), format!("{path}.is"), "the STATUS text is empty");
+                }
+            }
+            MarkSpec::Resized(r) => {
+                if r.containers.is_empty() {
+                    self.ctx.err(
+                        &Loc::new(()),
+                        format!("{path}.containers"),
+                        "name at least one container",
+                    );
+                }
+                for (n, x) in &r.containers {
+                    self.resources(n, x, &format!("{path}.containers.{n}"));
                 }
             }
             MarkSpec::ObservedGeneration(g) => {
@@ -406,6 +476,32 @@ impl Refs<'_, '_> {
                         "an exec expectation needs `stdout`, `stdoutRegex`, `stderr`, `stderrRegex` or `exitCode`: without one it certifies nothing",
                     );
                 }
+            }
+            Expectation::Cgroup(g) => {
+                if !self.execs.contains(&g.exec.value) {
+                    let known = self.execs.iter().cloned().collect::<Vec<_>>().join(", ");
+                    self.ctx.err(
+                        &g.exec,
+                        format!("{path}.cgroup.exec"),
+                        format!(
+                            "no exec step named `{}` (exec steps: {})",
+                            g.exec.value,
+                            if known.is_empty() { "none".into() } else { known }
+                        ),
+                    );
+                }
+                let r = ResizeResources {
+                    requests: g.requests.clone(),
+                    limits: g.limits.clone(),
+                };
+                if let Some(k) = r.requests.keys().find(|k| *k != "cpu") {
+                    self.ctx.err(
+                        &g.exec,
+                        format!("{path}.cgroup.requests.{k}"),
+                        "only the cpu request sets a cgroup value (shares or weight)",
+                    );
+                }
+                self.resource_values(&r, &g.exec, &format!("{path}.cgroup"));
             }
             Expectation::Update(x) => {
                 if !self.updates.contains(&x.name.value) {

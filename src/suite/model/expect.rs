@@ -39,12 +39,35 @@ pub enum Expectation {
     QosClass(QosClass),
     /// The recorded result of an `exec` step: its stdout, stderr and exit code.
     Exec(ExecExpect),
+    /// The cgroup values a container's own `exec` of the cgroup files read (cgroup v1 or v2),
+    /// against the values the kubelet and runtime derive from these requests and limits.
+    Cgroup(CgroupExpect),
     /// The recorded result of an `update` step: every update accepted, and the pod's
     /// `metadata.generation` the API answered.
     Update(UpdateExpect),
     /// The pod's `status.observedGeneration` is exactly `is` in every state from `after` (the
     /// state current then) until `before` (or the end of the observation).
     ObservedGeneration(ObservedGenerationExpect),
+}
+
+/// `cgroup: {exec: c1-after, requests: {cpu: 20m}, limits: {cpu: 30m, memory: 45Mi}}`: the
+/// `exec` step of that name printed one `<file> <value>` line per cgroup file (v1:
+/// `cpu.cfs_quota_us`, `cpu.shares`, `memory.limit_in_bytes`; v2: `cpu.max`, `cpu.weight`,
+/// `memory.max`), and each equals what these resources set: the CFS quota from the cpu limit
+/// (100 ms period, at least 1 ms; no limit: unlimited), the shares (v2: the weight) from the cpu
+/// request (or the limit without one; at least 2), the memory limit in bytes. No memory limit is
+/// not checked, as upstream.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CgroupExpect {
+    /// The `exec` step whose output is judged.
+    pub exec: Loc<String>,
+    /// The container's `cpu` request, as the pod now has it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    /// The container's `cpu`/`memory` limits.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
 }
 
 /// `update: {name: tolerations, generationRead: 1, generation: 2}`: judged on the recorded
@@ -116,6 +139,7 @@ impl Expectation {
             Expectation::StatusRow(_) => "statusRow",
             Expectation::QosClass(_) => "qosClass",
             Expectation::Exec(_) => "exec",
+            Expectation::Cgroup(_) => "cgroup",
             Expectation::Update(_) => "update",
             Expectation::ObservedGeneration(_) => "observedGeneration",
         }

@@ -129,6 +129,12 @@ pub enum MarkSpec {
     /// A container's `started` status flag (startup probe passed; not `startedAt`) becoming a
     /// value (harness receive time).
     Started(FlagMark),
+    /// A resize done, as the kubelet reports it: the first pod snapshot (harness receive time)
+    /// in which every named container's `status.containerStatuses[].resources` equals these
+    /// requests and limits (by value; a resource not given must be absent), its
+    /// `allocatedResources` equals the requests, and no PodResizePending or PodResizeInProgress
+    /// condition is left; `occurrence` counts the times the snapshots turn to match.
+    Resized(ResizedMark),
 }
 
 impl MarkSpec {
@@ -153,6 +159,7 @@ impl MarkSpec {
             MarkSpec::Action(_) => "action",
             MarkSpec::Ready(_) => "ready",
             MarkSpec::Started(_) => "started",
+            MarkSpec::Resized(_) => "resized",
         }
     }
 }
@@ -219,6 +226,10 @@ impl fmt::Display for MarkSpec {
             MarkSpec::Action(a) => write!(f, "our {:?}", a.action),
             MarkSpec::Ready(r) => write!(f, "{} {} ready={}", r.occurrence, r.container, r.value),
             MarkSpec::Started(r) => write!(f, "{} {} started={}", r.occurrence, r.container, r.value),
+            MarkSpec::Resized(r) => {
+                let each: Vec<String> = r.containers.iter().map(|(n, x)| format!("{n} {}", x.value)).collect();
+                write!(f, "{} resized: {}", r.occurrence, each.join("; "))
+            }
         }
     }
 }
@@ -488,6 +499,16 @@ impl<'de> Deserialize<'de> for StatusMark {
     }
 }
 
+/// `resized: {containers: {c1: {requests: {cpu: 25m}, limits: {cpu: 25m}}}, occurrence: 2}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResizedMark {
+    /// The resources each named container must report (other containers are not looked at).
+    pub containers: BTreeMap<String, Loc<ResizeResources>>,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+}
+
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ActionMark {
@@ -515,6 +536,8 @@ pub enum ActionKind {
     UpdateObject,
     /// An object was deleted while the pod ran (`object: {delete}` step).
     DeleteObject,
+    /// Containers were resized through `pods/resize` (`resize` step).
+    Resize,
     /// The pod was updated (`update` step: GET, change, PUT with the resourceVersion read); a
     /// step repeated `times` is one action, sent when its last PUT was.
     Update,

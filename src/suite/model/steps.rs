@@ -1,5 +1,5 @@
 //! Steps: what a case does to its pod while it runs (`Step`: waitFor, delete, patch, sleep, exec, object,
-//! ephemeral), in order.
+//! ephemeral, resize), in order.
 
 use super::*;
 
@@ -22,10 +22,18 @@ pub enum Step {
     /// (websocket streaming to the kubelet and the runtime); its stdout, stderr and exit status
     /// are recorded with our action and judged by an `exec` expectation.
     Exec(ExecStep),
+    /// Read a container's log once through the API server's `log` endpoint over a websocket
+    /// (`binary.k8s.io` or `base64.binary.k8s.io`); recorded like an exec's output (stdout)
+    /// and judged by an `exec` expectation of the same name.
+    FetchLog(FetchLogStep),
     /// Change an auxiliary object while the pod runs: apply a new version of an object of
     /// `objects:` (update), apply one the pod refers to optionally (created later), or delete
     /// one this case created.
     Object(ObjectStep),
+    /// Resize containers in place through the pod's `resize` subresource: new cpu and memory
+    /// requests and limits per container, which the kubelet applies to the running containers
+    /// (`resized` marks, `cgroup` expectations).
+    Resize(ResizeStep),
     /// Update the pod as a client's Update does: read it, change it, PUT it back with the
     /// resourceVersion read (a 409 reads again), `times` times in a row.
     Update(UpdateStep),
@@ -125,11 +133,78 @@ pub struct ExecStep {
     /// then is recorded as timed out (undecided), never as a result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Dur>,
+    /// The websocket subprotocol asked for (default `v5.channel.k8s.io`).
+    #[serde(default, skip_serializing_if = "ExecProtocol::is_default")]
+    pub protocol: ExecProtocol,
+}
+
+/// Which websocket protocol an `exec` step speaks, and so which path reaches the node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum ExecProtocol {
+    /// `v5.channel.k8s.io` (falling back to v4): the API server translates it to SPDY, so the
+    /// kubelet's and runtime's SPDY streaming is exercised; the exit code comes as a `Status`.
+    #[default]
+    #[serde(rename = "v5.channel.k8s.io")]
+    V5,
+    /// `channel.k8s.io`, the base protocol: the API server proxies the websocket to the node's
+    /// streaming server unchanged, so its websocket path is exercised (upstream's test speaks
+    /// it); a non-zero exit is only the error stream's message.
+    #[serde(rename = "channel.k8s.io")]
+    Channel,
+}
+
+impl ExecProtocol {
+    pub fn is_default(&self) -> bool {
+        *self == ExecProtocol::V5
+    }
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ExecProtocol::V5 => "v5.channel.k8s.io",
+            ExecProtocol::Channel => "channel.k8s.io",
+        }
+    }
 }
 
 /// Default bound on an `exec` step: far above what an `echo` or a `cat` takes through the
 /// kubelet's streaming server (well under a second on a loaded node), below a case timeout.
 pub const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `fetchLog: {name: alive, container: main, protocol: binary.k8s.io, timeout: 30s}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FetchLogStep {
+    /// The name `exec` expectations refer to (`[a-z0-9-]`, unique among exec and fetchLog steps).
+    pub name: Loc<String>,
+    /// The container whose log is read (its current instance).
+    pub container: Loc<String>,
+    /// The websocket subprotocol (default `binary.k8s.io`).
+    #[serde(default)]
+    pub protocol: LogProtocol,
+    /// Bound on the whole read (default 30s, as an exec's). A log still streaming then is
+    /// recorded as cut short (undecided), never as a result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+}
+
+/// The log endpoint's websocket protocols: the bytes as binary messages, or base64 text ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+pub enum LogProtocol {
+    #[default]
+    #[serde(rename = "binary.k8s.io")]
+    Binary,
+    #[serde(rename = "base64.binary.k8s.io")]
+    Base64,
+}
+
+impl LogProtocol {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LogProtocol::Binary => "binary.k8s.io",
+            LogProtocol::Base64 => "base64.binary.k8s.io",
+        }
+    }
+}
 
 /// `object: {apply: manifests/x.yaml}` or `object: {delete: manifests/x.yaml}`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -474,6 +549,72 @@ impl Serialize for DeadlineChange {
     }
 }
 
+/// `resize: {containers: {c1: {requests: {cpu: 25m}, limits: {cpu: 25m, memory: 40Mi}}}, via: patch}`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResizeStep {
+    /// The new resources of each container (or init container) by name. `patch` sends the
+    /// values given (the others stay as they are); `update` replaces each named container's
+    /// resources with exactly these.
+    pub containers: BTreeMap<String, Loc<ResizeResources>>,
+    /// How it is sent: `patch` (a strategic merge patch of `pods/resize`, as `kubectl patch
+    /// --subresource resize` does; default) or `update` (`pods/resize` read, the resources
+    /// replaced, the pod written back with a PUT carrying the resourceVersion read).
+    #[serde(default)]
+    pub via: ResizeVia,
+}
+
+/// A container's resources in a resize: `cpu` and `memory` only, as the API allows.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResizeResources {
+    /// `cpu`/`memory` requests (quantities: `25m`, `40Mi`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, String>,
+    /// `cpu`/`memory` limits.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, String>,
+}
+
+impl ResizeResources {
+    /// As the `resources` of a container in the API.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        if !self.requests.is_empty() {
+            m.insert("requests".into(), serde_json::json!(self.requests));
+        }
+        if !self.limits.is_empty() {
+            m.insert("limits".into(), serde_json::json!(self.limits));
+        }
+        m.into()
+    }
+}
+
+impl fmt::Display for ResizeResources {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side =
+            |m: &BTreeMap<String, String>| m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
+        write!(f, "requests [{}] limits [{}]", side(&self.requests), side(&self.limits))
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ResizeVia {
+    #[default]
+    Patch,
+    Update,
+}
+
+impl ResizeVia {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ResizeVia::Patch => "patch",
+            ResizeVia::Update => "update",
+        }
+    }
+}
+
 impl JsonSchema for DeadlineChange {
     fn schema_name() -> Cow<'static, str> {
         "DeadlineChange".into()
@@ -483,6 +624,37 @@ impl JsonSchema for DeadlineChange {
             "description": "A number of seconds (≥ 1), or `decrement`: the value read less 1.",
             "anyOf": [{"type": "integer", "minimum": 1}, {"const": "decrement"}]
         })
+    }
+}
+
+impl ResizeStep {
+    /// The strategic merge patch of `pods/resize`: containers merge by name, so only the named
+    /// containers' resources change, and within them only the values given. `init` says which
+    /// names are init containers (`spec.initContainers`).
+    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool) -> serde_json::Value {
+        let mut spec = serde_json::Map::new();
+        for (name, r) in &self.containers {
+            let key = if init(name) { "initContainers" } else { "containers" };
+            if let Some(list) = spec
+                .entry(key)
+                .or_insert_with(|| serde_json::Value::Array(vec![]))
+                .as_array_mut()
+            {
+                list.push(serde_json::json!({"name": name, "resources": r.value.to_json()}));
+            }
+        }
+        serde_json::json!({ "spec": spec })
+    }
+
+    /// How the action is recorded (and compared on replay): the request and each container's
+    /// new resources, e.g. `via patch: c1 requests [cpu 25m] limits [cpu 25m]`.
+    pub fn detail(&self) -> String {
+        let each: Vec<String> = self
+            .containers
+            .iter()
+            .map(|(n, r)| format!("{n} {}", r.value))
+            .collect();
+        format!("via {}: {}", self.via.as_str(), each.join("; "))
     }
 }
 
@@ -607,5 +779,50 @@ mod update_tests {
         assert!(serde_saphyr::from_str::<UpdateStep>("{name: x, activeDeadlineSeconds: lower}").is_err());
         let u = step("{name: x, activeDeadlineSeconds: 5}");
         assert_eq!(u.active_deadline_seconds.unwrap().value, DeadlineChange::Set(5));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(yaml: &str) -> ResizeStep {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_resize_patch_names_only_the_given_containers_and_values() {
+        let r =
+            step("containers:\n  c1: {requests: {cpu: 25m}, limits: {cpu: 35m}}\n  init-1: {limits: {memory: 50Mi}}\n");
+        assert_eq!(r.via, ResizeVia::Patch);
+        let p = r.strategic_patch(&|n| n.starts_with("init-"));
+        assert_eq!(
+            p,
+            serde_json::json!({"spec": {
+                "containers": [{"name": "c1", "resources": {"requests": {"cpu": "25m"}, "limits": {"cpu": "35m"}}}],
+                "initContainers": [{"name": "init-1", "resources": {"limits": {"memory": "50Mi"}}}]
+            }})
+        );
+        assert_eq!(
+            r.detail(),
+            "via patch: c1 requests [cpu 25m] limits [cpu 35m]; init-1 requests [] limits [memory 50Mi]"
+        );
+    }
+
+    #[test]
+    fn an_update_is_recorded_as_such() {
+        let r = step("containers: {c1: {requests: {cpu: 25m, memory: 40Mi}}}\nvia: update\n");
+        assert_eq!(r.via, ResizeVia::Update);
+        assert_eq!(r.detail(), "via update: c1 requests [cpu 25m, memory 40Mi] limits []");
+        assert_eq!(
+            r.containers["c1"].value.to_json(),
+            serde_json::json!({"requests": {"cpu": "25m", "memory": "40Mi"}})
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {c1: {request: {cpu: 1}}}\n").is_err());
+        assert!(serde_saphyr::from_str::<ResizeStep>("containers: {}\nvia: put\n").is_err());
     }
 }
