@@ -1793,6 +1793,7 @@ fn a_kubelet_that_never_reports_the_generation_fails() {
         v.iter().any(|v| v.evidence.contains("observedGeneration 2 never seen")),
         "{v:#?}"
     );
+}
 
 const RESIZE_BOTH_WAYS: &str = r#"
 name: mock
