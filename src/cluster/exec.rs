@@ -141,18 +141,9 @@ impl CaseApi {
                 crate::suite::ExecProtocol::Channel => channel.await,
             }
         };
-        let mut cancel = self.cancel.clone();
-        let cancelled = async {
-            match cancel.as_mut() {
-                Some(rx) => {
-                    let _ = rx.wait_for(|v| *v).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
         let r = tokio::select! {
             r = tokio::time::timeout(timeout, run) => r,
-            _ = cancelled => return Err(ClusterError::Interrupted),
+            _ = self.cancelled() => return Err(ClusterError::Interrupted),
         };
         out.error = match r {
             Err(_) => Some(format!(
@@ -175,6 +166,16 @@ impl CaseApi {
 }
 
 impl CaseApi {
+    /// Returns when the run is cancelled (never without a cancel signal).
+    async fn cancelled(&self) {
+        match self.cancel.clone() {
+            Some(mut rx) => {
+                let _ = rx.wait_for(|v| *v).await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+
     /// Reads a container's log once through the `log` endpoint over a websocket of `protocol`
     /// (the API server streams from the kubelet), bounded by `timeout`: the bytes as received
     /// are the result's stdout. Like `exec`, whatever goes wrong is in the result's `error`
@@ -225,18 +226,9 @@ impl CaseApi {
             })
             .await
         };
-        let mut cancel = self.cancel.clone();
-        let cancelled = async {
-            match cancel.as_mut() {
-                Some(rx) => {
-                    let _ = rx.wait_for(|v| *v).await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
         let r = tokio::select! {
             r = tokio::time::timeout(timeout, read) => r,
-            _ = cancelled => return Err(ClusterError::Interrupted),
+            _ = self.cancelled() => return Err(ClusterError::Interrupted),
         };
         out.error = match r {
             Err(_) => Some(format!(

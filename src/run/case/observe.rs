@@ -16,27 +16,14 @@ pub(super) async fn observe_case(
     if *cancel.borrow() {
         return Ok(interrupted(started, t0, None));
     }
-    // A case not started yet waits (within the outage budget) for an API that is away.
-    match api
-        .create_namespace(
-            &env.run_id,
-            &case.suite,
-            case.name(),
-            env.api_outage_budget,
-            in_use_until(case, env),
-        )
-        .await
-    {
-        Ok(uid) => created.push(Created::new(env, api, uid)),
-        Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-        Err(e) => return Err(Box::new((e.to_string(), None))),
-    }
     // The second namespace is the case's like the first: the same labels (the sweep and `clean`
     // find it), registered and deleted with it.
     let second = (!case.second_namespace.is_empty())
         .then(|| api.in_namespace(&crate::suite::naming::second_namespace_name(&api.namespace)));
-    if let Some(second) = &second {
-        match second
+    let ours = std::iter::once((api, "")).chain(second.as_ref().map(|s| (s, "the second namespace: ")));
+    for (ns, what) in ours {
+        // A case not started yet waits (within the outage budget) for an API that is away.
+        match ns
             .create_namespace(
                 &env.run_id,
                 &case.suite,
@@ -46,9 +33,9 @@ pub(super) async fn observe_case(
             )
             .await
         {
-            Ok(uid) => created.push(Created::new(env, second, uid)),
+            Ok(uid) => created.push(Created::new(env, ns, uid)),
             Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-            Err(e) => return Err(Box::new((format!("the second namespace: {e}"), None))),
+            Err(e) => return Err(Box::new((format!("{what}{e}"), None))),
         }
     }
     match api.wait_namespace_ready(env.api_outage_budget).await {
