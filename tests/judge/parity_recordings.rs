@@ -76,9 +76,12 @@ fn parity_cases_pass_on_their_recordings() {
         "projected-secret-modes",
         "exec-websocket",
         "logs-websocket",
+        "image-volume",
     ] {
         let suite = if case.ends_with("-websocket") {
             "upstream-pods"
+        } else if case == "image-volume" {
+            "upstream-image-volume"
         } else {
             "upstream-objects"
         };
@@ -192,4 +195,48 @@ fn a_node_whose_streaming_websockets_misbehave_fails() {
             "container is alive",
         );
     }
+}
+
+#[test]
+fn a_runtime_that_mounts_no_image_or_a_writable_one_fails() {
+    let full = "upstream-image-volume::image-volume";
+    // The image's files missing from the mount point (a runtime that mounts an empty directory).
+    for (name, file) in [("data", "data.json"), ("os-release", "etc/os-release")] {
+        let d = edited_exec("image-volume", name, |x| {
+            x["stdout"] = "".into();
+            x["stderr"] = format!("cat: can't open '/volume/{file}': No such file or directory\n").into();
+            x["exitCode"] = 1.into();
+        });
+        named(&failing_evidence(full, d.path()), &format!("exec `{name}`"));
+    }
+    // Another image's root mounted (the container's own busybox, not the volume's).
+    let d = edited_exec("image-volume", "os-release", |x| {
+        x["stdout"] = "NAME=Debian\n".into();
+    });
+    named(&failing_evidence(full, d.path()), "Alpine Linux");
+    // A volume mounted writable: the write succeeds.
+    let d = edited_exec("image-volume", "write", |x| {
+        x["stderr"] = "".into();
+        x["exitCode"] = 0.into();
+    });
+    named(&failing_evidence(full, d.path()), "exec `write`");
+}
+
+/// The volume's image on a registry the node cannot reach (the case's default reference on a
+/// node without Internet access): the pull is the registry's, so the attempt is an error that
+/// names the image and the kubelet's reason, never a verdict on the node.
+#[test]
+fn an_image_volume_the_node_cannot_pull_is_an_error_naming_it() {
+    let a = replay_case(
+        &builtin("upstream-image-volume::image-volume"),
+        &recording("image-volume-unreachable"),
+    );
+    assert_eq!(a.status, AttemptStatus::Error, "{:#?}", a.verdicts);
+    let e = a.error.unwrap_or_default();
+    assert!(
+        e.contains("registry.k8s.io/e2e-test-images/kitten:1.7")
+            && e.contains("container test-container could not be pulled")
+            && e.contains("no verdict on the node"),
+        "{e}"
+    );
 }

@@ -188,13 +188,34 @@ const PULL_FAILURES: [&str; 4] = [
 /// user gave with `--image`) that the node could not pull, described. Such an image is meant to
 /// be there: its absence is the registry's, the name's or the tag's, not the node's, so the case
 /// says so instead of judging the node on a pod that never ran. Images a case names literally
-/// (one that is meant not to exist, for ImagePullBackOff) are judged as usual.
+/// (one that is meant not to exist, for ImagePullBackOff) are judged as usual. An image volume
+/// with a substituted image counts for every container that mounts it: the kubelet pulls the
+/// volume's image before it creates that container, which waits with the pull's reason.
 fn image_unavailable(case: &LoadedCase, tl: &Timeline) -> Option<String> {
+    let image_volumes: Vec<&str> = case
+        .pod
+        .pointer("/spec/volumes")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v.pointer("/image/reference")
+                .and_then(|r| r.as_str())
+                .is_some_and(|i| i.contains("${image."))
+        })
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    let mounts_one = |c: &serde_json::Value| {
+        c["volumeMounts"].as_array().is_some_and(|m| {
+            m.iter()
+                .any(|m| m["name"].as_str().is_some_and(|n| image_volumes.contains(&n)))
+        })
+    };
     let substituted: Vec<&str> = ["containers", "initContainers"]
         .iter()
         .filter_map(|k| case.pod.pointer(&format!("/spec/{k}"))?.as_array())
         .flatten()
-        .filter(|c| c["image"].as_str().is_some_and(|i| i.contains("${image.")))
+        .filter(|c| c["image"].as_str().is_some_and(|i| i.contains("${image.")) || mounts_one(c))
         .filter_map(|c| c["name"].as_str())
         .collect();
     tl.snapshots.iter().find_map(|s| {
@@ -203,7 +224,7 @@ fn image_unavailable(case: &LoadedCase, tl: &Timeline) -> Option<String> {
                 reason: Some(r),
                 message,
             } if PULL_FAILURES.contains(&r.as_str()) && substituted.contains(&c.name.as_str()) => Some(format!(
-                "the image of container {} could not be pulled ({r}: {}): it is unavailable to the node (check the registry and --image); no verdict on the node",
+                "an image of container {} could not be pulled ({r}: {}): it is unavailable to the node (check the registry and --image); no verdict on the node",
                 c.name,
                 message.as_deref().unwrap_or("no message")
             )),

@@ -22,6 +22,15 @@ pub(super) fn collect_images(pod: &serde_json::Value, out: &mut BTreeSet<String>
             }
         }
     }
+    // An image volume's image is pulled by the kubelet like a container's (with its own
+    // pullPolicy), so it is one the node needs too.
+    if let Some(volumes) = pod.pointer("/spec/volumes").and_then(|v| v.as_array()) {
+        for v in volumes {
+            if let Some(img) = v.pointer("/image/reference").and_then(|r| r.as_str()) {
+                out.insert(img.to_string());
+            }
+        }
+    }
 }
 
 pub(super) fn substitute(v: &mut serde_json::Value, images: &BTreeMap<String, String>) {
@@ -95,6 +104,24 @@ mod tests {
         let mut seen = BTreeSet::new();
         collect_images(&pod, &mut seen);
         assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["busybox:1.36"]);
+    }
+
+    #[test]
+    fn an_image_volume_is_an_image_the_node_needs() {
+        let mut pod = serde_json::json!({"spec": {
+            "containers": [{"name": "a", "image": "busybox:1.36"}],
+            "volumes": [{"name": "v", "image": {"reference": "${image.busybox}", "pullPolicy": "Always"}}, {"name": "e", "emptyDir": {}}]
+        }});
+        substitute(
+            &mut pod,
+            &BTreeMap::from([("busybox".to_string(), "r.example/kitten:1".to_string())]),
+        );
+        let mut seen = BTreeSet::new();
+        collect_images(&pod, &mut seen);
+        assert_eq!(
+            seen.into_iter().collect::<Vec<_>>(),
+            ["busybox:1.36", "r.example/kitten:1"]
+        );
     }
 
     #[test]
