@@ -20,14 +20,24 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         args.replay = Some(x.dir.clone());
         crate::run::interrupt::phase("unpacked");
     }
-    // Reproducing a run means judging with the suites it ran, when it kept them whole. Bundles
-    // written before podlife copied `objects:` manifests hold suites that no longer load: those
-    // replay with the project's suites, as `rejudge` does, and say so.
+    // Reproducing a run means judging with the suites it ran. Rules added since that only guard
+    // live runs (a step budget; manifests only a live apply reads, which older bundles did not
+    // keep) are warnings on them. Suites that do not load even so (a field this podlife no
+    // longer reads) replay with the project's suites, as `rejudge` does, and say so; a case
+    // that changed since is then not comparable where its recording cannot answer it.
     let own = match &args.replay {
         Some(dir) if args.suites.is_empty() && crate::run::is_run_folder(dir) && dir.join("suites").is_dir() => {
-            match suite::load_suites(&[dir.join("suites")]) {
-                Ok(s) => {
+            match suite::load_recorded_suites(&[dir.join("suites")]) {
+                Ok((s, warnings)) => {
                     eprintln!("replaying with the run's own suites (as the run had them)");
+                    if let Some(first) = warnings.first() {
+                        eprintln!(
+                            "warning: the run's suites break {} rule{} of this podlife that only guard live runs (first: {}); they replay as they ran",
+                            warnings.len(),
+                            plural(warnings.len()),
+                            crate::util::printable(&first.to_string())
+                        );
+                    }
                     args.suites = vec![dir.join("suites")];
                     Some(s)
                 }

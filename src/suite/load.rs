@@ -229,13 +229,28 @@ impl Suite {
 
 /// Loads and validates suites. Returns every problem found, across all files.
 pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
+    load_suites_as(paths, false).map(|(suites, _)| suites)
+}
+
+/// Loads the suites a run kept (a bundle's or a run folder's `suites/`), to replay the run with
+/// the cases as they ran. A rule this podlife checks that the recorded suites break without
+/// changing what their cases are (a step budget added since; a manifest only a live apply reads,
+/// which older bundles did not keep) is a warning here, returned beside the suites: it would
+/// refuse to run the cases live, not change what their recordings mean.
+pub fn load_recorded_suites(paths: &[PathBuf]) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
+    load_suites_as(paths, true)
+}
+
+fn load_suites_as(paths: &[PathBuf], recorded: bool) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
     let files = discover(paths)?;
     let mut suites = vec![];
     let mut errors = vec![];
+    let mut warnings = vec![];
     let mut names: BTreeMap<String, String> = BTreeMap::new();
     for f in files {
-        match load_suite_file(&f) {
-            Ok(s) => {
+        match load_suite_file_as(&f, recorded) {
+            Ok((s, mut w)) => {
+                warnings.append(&mut w);
                 let label = f.display().to_string();
                 if let Some(prev) = names.insert(s.name().to_string(), label.clone()) {
                     errors.push(Diag {
@@ -254,7 +269,8 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
     // Cases of different suites must not map to one namespace name (one would delete the other's).
     errors.extend(super::naming::stem_collisions(&suites));
     if errors.is_empty() {
-        Ok(suites)
+        warnings.sort();
+        Ok((suites, warnings))
     } else {
         errors.sort();
         errors.dedup();
@@ -265,9 +281,23 @@ pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
 struct Ctx<'a> {
     file: &'a str,
     errors: Vec<Diag>,
+    /// Loading suites a run kept, to replay it (`load_recorded_suites`).
+    recorded: bool,
+    warnings: Vec<Diag>,
 }
 
 impl Ctx<'_> {
+    /// A problem of a rule that guards live runs only (see `load_recorded_suites`): an error,
+    /// or a warning when the suites are a recorded run's.
+    fn live_only<T>(&mut self, at: &Loc<T>, path: impl Into<String>, message: impl Into<String>) {
+        self.err(at, path, message);
+        if self.recorded
+            && let Some(d) = self.errors.pop()
+        {
+            self.warnings.push(d);
+        }
+    }
+
     fn err<T>(&mut self, at: &Loc<T>, path: impl Into<String>, message: impl Into<String>) {
         self.errors.push(Diag {
             file: self.file.to_string(),
@@ -281,6 +311,10 @@ impl Ctx<'_> {
 
 /// Loads one suite file and validates it.
 pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
+    load_suite_file_as(path, false).map(|(s, _)| s)
+}
+
+fn load_suite_file_as(path: &Path, recorded: bool) -> Result<(Suite, Vec<Diag>), Vec<Diag>> {
     let file = path.display().to_string();
     let text = crate::files::read_string(path, crate::files::SUITE).map_err(|e| {
         vec![Diag {
@@ -295,6 +329,8 @@ pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
     let mut ctx = Ctx {
         file: &file,
         errors: vec![],
+        recorded,
+        warnings: vec![],
     };
     check_name(&mut ctx, &suite.name, "name");
 
@@ -344,11 +380,12 @@ pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
         ctx.err(&suite.cases, "cases", "a suite needs at least one case");
     }
     if ctx.errors.is_empty() {
-        Ok(Suite {
+        let suite = Suite {
             path: path.to_path_buf(),
             file: suite,
             cases,
-        })
+        };
+        Ok((suite, ctx.warnings))
     } else {
         Err(ctx.errors)
     }

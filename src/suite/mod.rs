@@ -9,5 +9,5 @@ pub mod quantity;
 pub mod types;
 pub mod upstream;
 
-pub use load::{ContainerInfo, ContainerKind, Diag, LoadedCase, Suite, load_suites};
+pub use load::{ContainerInfo, ContainerKind, Diag, LoadedCase, Suite, load_recorded_suites, load_suites};
 pub use model::*;

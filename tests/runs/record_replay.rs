@@ -669,3 +669,60 @@ fn recorder_round_trips_every_input_kind_to_the_same_timeline() {
     let replayed = Recording::read(&written).unwrap().timeline();
     assert_eq!(timeline_json(&live), timeline_json(&replayed));
 }
+
+/// `podlife run --replay BUNDLE` from an empty folder: no checkout, no `suites/` beside it.
+fn replay_elsewhere(bundle: &Path) -> (std::process::Output, RunSummary) {
+    let empty = tempfile::tempdir().unwrap();
+    let copy = empty.path().join(bundle.file_name().unwrap());
+    std::fs::copy(bundle, &copy).unwrap();
+    let out = Command::cargo_bin("podlife")
+        .unwrap()
+        .current_dir(empty.path())
+        .args(["run", "--quiet", "--replay"])
+        .arg(&copy)
+        .args(["--reports", "out"])
+        .output()
+        .unwrap();
+    let summary = read_summary(&only_run(&empty.path().join("out")));
+    (out, summary)
+}
+
+/// A bundle of a live run of this podlife (object steps that apply and delete manifests only
+/// those steps read) replays from an empty folder with the suites it kept, and every case ends
+/// as it did live: 4 passed.
+#[test]
+fn a_fresh_bundle_replays_from_an_empty_folder_as_it_ran() {
+    let (out, summary) = replay_elsewhere(&root().join("tests/fixtures/fresh-bundle/1fgoa4i5.tar.gz"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("replaying with the run's own suites"), "{err}");
+    assert!(!err.contains("warning"), "{err}");
+    let statuses: Vec<(&str, CaseStatus)> = summary.cases.iter().map(|c| (c.case.as_str(), c.status)).collect();
+    assert_eq!(statuses.len(), 4, "{statuses:?}");
+    assert!(statuses.iter().all(|(_, s)| *s == CaseStatus::Passed), "{statuses:?}");
+}
+
+/// A bundle whose suites break a rule added since (a step budget) and lack manifests only a
+/// live apply reads still replays with its own suites, from any folder: the rules are warnings
+/// there, never a reason to judge it with other suites, and no case of that conformant run fails.
+#[test]
+fn an_old_bundle_replays_with_its_own_suites() {
+    let (out, summary) = replay_elsewhere(&root().join("tests/fixtures/live-bundles/A1-8pgadlfn/8pgadlfn.tar.gz"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    assert!(
+        err.contains("replaying with the run's own suites")
+            && err.contains("rules of this podlife that only guard live runs")
+            && !err.contains("do not load"),
+        "{err}"
+    );
+    assert_eq!(summary.cases.len(), 117);
+    for c in &summary.cases {
+        assert!(
+            matches!(c.status, CaseStatus::Passed | CaseStatus::Undecided),
+            "{}: {:?}",
+            c.case,
+            c.status
+        );
+    }
+}

@@ -167,7 +167,8 @@ fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -
                     objects.push(obj);
                 }
             }
-            Err(msg) => ctx.err(o, path, msg),
+            // A replay never applies it: the recording says what was created.
+            Err(msg) => ctx.live_only(o, path, msg),
         }
     }
     objects
@@ -218,7 +219,7 @@ fn object_steps(ctx: &mut Ctx, c: &CaseInput, objects: &[AuxObject]) -> BTreeMap
             }
             Ok(o) => o,
             Err(e) => {
-                ctx.err(m, field, e);
+                ctx.live_only(m, field, e);
                 continue;
             }
         };
@@ -521,7 +522,7 @@ fn step_budget(ctx: &mut Ctx, c: &CaseInput) {
         };
         worst = worst.saturating_add(took);
         if worst > case_timeout {
-            ctx.err(
+            ctx.live_only(
                 s,
                 format!("{p}.steps[{i}]"),
                 format!(
