@@ -801,8 +801,8 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
     let actions = std::fs::read_to_string(rec.join("actions.jsonl")).unwrap();
     assert_eq!(actions.matches("\"apply-object\"").count(), 3, "{actions}");
-    // The recording replays to the same verdict; a case whose objects it did not create fails
-    // its step check instead of judging something else.
+    // The recording replays to the same verdict; a case whose objects it did not create is
+    // another experiment: not comparable, neither passed nor failed.
     let cases = suite(e.dir.path(), &with_objects());
     let a = podlife::run::case::replay_case(&cases[0].1, &rec);
     assert_eq!(a.status, podlife::results::AttemptStatus::Passed, "{:#?}", a.verdicts);
@@ -813,7 +813,7 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
     .unwrap();
     let cases = suite(e.dir.path(), &with_objects());
     let a = podlife::run::case::replay_case(&cases[0].1, &rec);
-    assert_eq!(a.status, podlife::results::AttemptStatus::Failed);
+    assert_eq!(a.status, podlife::results::AttemptStatus::NotComparable);
     // `podlife judge` applies the same check to the recording.
     let judged = std::process::Command::new(env!("CARGO_BIN_EXE_podlife"))
         .args(["judge", "--case", "restart-never-success", "--suite"])
@@ -1261,7 +1261,7 @@ fn exec_steps_record_their_output_and_exit_code_and_replay_judges_them() {
     // A recording whose exec ran another command is not evidence for this case.
     let body = EXEC_CASE.replace("[/bin/echo, marco]", "[/bin/echo, polo]");
     let a = podlife::run::case::replay_case(&suite(e.dir.path(), &body)[0].1, &rec);
-    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert_eq!(a.status, AttemptStatus::NotComparable, "{:#?}", a.verdicts);
     assert!(
         a.verdicts[0].kind == "step" && a.verdicts[0].evidence.contains("the recording ran"),
         "{:#?}",
@@ -1326,7 +1326,7 @@ cases:
     assert_eq!(a.status, AttemptStatus::Passed, "{:#?}", a.verdicts);
     let v5 = body.replacen(", protocol: channel.k8s.io,", ",", 1);
     let a = podlife::run::case::replay_case(&suite(e.dir.path(), &v5)[0].1, &rec);
-    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert_eq!(a.status, AttemptStatus::NotComparable, "{:#?}", a.verdicts);
     assert!(
         a.verdicts[0].evidence.contains("the recording spoke channel.k8s.io"),
         "{:#?}",
@@ -1495,7 +1495,7 @@ cases:
         "      - object: {delete: cm.yaml}\n      - waitFor:",
     );
     let a = podlife::run::case::replay_case(&suite(e.dir.path(), &more)[0].1, &rec);
-    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert_eq!(a.status, AttemptStatus::NotComparable, "{:#?}", a.verdicts);
     assert!(
         a.verdicts[0].evidence.contains("no object delete"),
         "{:#?}",
@@ -1726,7 +1726,7 @@ fn update_steps_put_what_they_read_changed_and_the_generations_are_judged() {
     // A recording of fewer updates is not evidence for this case.
     let more = UPDATES.replace("times: 5", "times: 6");
     let a = podlife::run::case::replay_case(&suite(e.dir.path(), &more)[0].1, &rec);
-    assert_eq!(a.status, AttemptStatus::Failed, "{:#?}", a.verdicts);
+    assert_eq!(a.status, AttemptStatus::NotComparable, "{:#?}", a.verdicts);
 }
 
 /// A hostile API server: two 409s (the pod changed between read and PUT), a 500 that applied

@@ -47,7 +47,7 @@ use never::never;
 use order::order;
 pub use phase::phase_sequence;
 use phase::{is_subsequence, phase, phases, phases_gaps};
-pub use steps::steps_verdict;
+pub use steps::{case_changed, steps_verdict};
 
 pub use verdict::{Fact, MarkAt, Outcome, Verdict, all_decided, all_pass, beyond_in_every_attempt};
 use verdict::{J, fail, in_gap, pass, undecided};

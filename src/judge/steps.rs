@@ -5,35 +5,46 @@ use super::*;
 
 /// Checks that a finished timeline (a recording, or a run's timeline JSON) did what the case's
 /// steps say: every `waitFor` reached, a delete (with the same grace override) and a patch for
-/// each such step, in order. Otherwise the verdicts would judge a different experiment. A
-/// `waitFor` whose mark could hide in a gap of the evidence is undecided, not failed.
+/// each such step, in order. Otherwise the verdicts would judge a different experiment.
+///
+/// A request of our own the recording did not send as the step says (a step it never ran,
+/// another request, a sleep it did not wait out) means it was made for an earlier version of
+/// the case: a live run sends every request its steps reach or records the step that failed.
+/// That is not comparable (`Fact::CaseChanged`), never a failure of the node. A `waitFor`
+/// whose mark never came is the node's: failed, or undecided where a gap of the evidence could
+/// hide the mark, as live.
 pub fn steps_verdict(case: &Case, tl: &Timeline) -> Option<Verdict> {
     let (problem, waited) = steps_problem(case, tl)?;
-    let gap = match waited {
-        Waited::Mark(r) => mark_hidden(case, r, tl),
-        Waited::TooShort => {
-            Some("the recording was made with an earlier version of the case, so it does not answer this one".into())
-        }
-        Waited::Other => None,
-    };
-    Some(Verdict {
+    Some(match waited {
+        Waited::Mark(r) => match mark_hidden(case, r, tl) {
+            Some(g) => step_verdict(Outcome::Undecided, format!("{problem}; undecided: {g}"), vec![]),
+            None => step_verdict(Outcome::Fail, problem, vec![]),
+        },
+        Waited::TooShort | Waited::Other => case_changed(problem),
+    })
+}
+
+/// The step verdict of a recording made for another version of the case.
+pub fn case_changed(problem: String) -> Verdict {
+    step_verdict(
+        Outcome::Undecided,
+        format!("not comparable: the case changed since this recording: {problem}"),
+        vec![Fact::CaseChanged],
+    )
+}
+
+fn step_verdict(outcome: Outcome, evidence: String, facts: Vec<Fact>) -> Verdict {
+    Verdict {
         index: usize::MAX,
         kind: "step".into(),
-        outcome: if gap.is_some() {
-            Outcome::Undecided
-        } else {
-            Outcome::Fail
-        },
-        evidence: match gap {
-            Some(g) => format!("{problem}; undecided: {g}"),
-            None => problem,
-        },
+        outcome,
+        evidence,
         measured: vec![],
         marks: vec![],
         measures: vec![],
-        facts: vec![],
+        facts,
         subject: "step".into(),
-    })
+    }
 }
 
 /// What the first contradicted step was, for the verdict's outcome.
@@ -41,7 +52,7 @@ pub(super) enum Waited<'a> {
     /// A `waitFor` whose mark never came: a gap may have hidden it.
     Mark(&'a MarkRef),
     /// A `sleep` the recording did not wait out. Live, podlife always sleeps, so only a
-    /// recording made before the case had its `sleep` gets here: the case changed since.
+    /// recording made before the case had its `sleep` gets here.
     TooShort,
     Other,
 }

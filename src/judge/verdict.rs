@@ -87,6 +87,10 @@ pub enum Fact {
     /// Every attempt measured the value past the same bound on the same side, each by less than
     /// its streams' delays: together they decide what none could alone.
     BeyondInEveryAttempt,
+    /// A finished recording did not do what the case's steps say (a step it never ran, another
+    /// request, a sleep it did not wait out): it was made for an earlier version of the case,
+    /// and answers another experiment.
+    CaseChanged,
 }
 
 /// A resolved mark as reported: its label and instant.

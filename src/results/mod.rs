@@ -35,6 +35,10 @@ pub enum AttemptStatus {
     /// The harness could not run the case (API error, bad recording).
     Error,
     Interrupted,
+    /// A recording judged against a case that changed since it was made: its steps are not
+    /// today's, so it answers another experiment. Neither a pass nor a failure of the node: the
+    /// case is reported ignored, with the step that differs.
+    NotComparable,
 }
 
 /// What cleanup did for the case namespace.

@@ -62,6 +62,8 @@ pub fn repeat_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatu
     let failed = outcomes.contains(&AttemptStatus::Failed);
     match outcomes.last() {
         None => CaseStatus::Interrupted,
+        // A recording is judged once: one that does not answer the case is all there is.
+        Some(AttemptStatus::NotComparable) => CaseStatus::Ignored,
         Some(_) if passed == outcomes.len() => {
             if node_failed {
                 CaseStatus::Flaky

@@ -417,7 +417,8 @@ impl Recorder {
                 self.line_actions(&json!({"action": "error", "message": message}));
             }
             AttemptStatus::Interrupted => self.line_actions(&json!({"action": "interrupted"})),
-            AttemptStatus::Passed | AttemptStatus::Failed | AttemptStatus::Undecided => {}
+            AttemptStatus::Passed | AttemptStatus::Failed | AttemptStatus::Undecided | AttemptStatus::NotComparable => {
+            }
         }
         if let Some(v) = attempt
             .verdicts

@@ -282,6 +282,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             // Evidence quotes logs and recordings: printed, it must not drive the terminal.
             let message = crate::util::printable_lines(&failure_message(&report));
             let status = report.status;
+            let ignored_why = report.ignore_reason.as_deref().map(crate::util::printable);
             slots.lock().expect("reports")[slot] = Some(report);
             match status {
                 CaseStatus::Passed => Ok(libtest_mimic::Completion::Completed),
@@ -292,7 +293,11 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
                 CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
                     "not run: the run was interrupted",
                 )),
-                CaseStatus::Ignored => Ok(libtest_mimic::Completion::ignored()),
+                // Ignored after it ran: a recording that does not answer the case says why.
+                CaseStatus::Ignored => Ok(match ignored_why {
+                    Some(why) => libtest_mimic::Completion::ignored_with(why),
+                    None => libtest_mimic::Completion::ignored(),
+                }),
                 CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => Err(message.into()),
             }
         })
@@ -710,6 +715,10 @@ impl TrialPlan {
         // harness error or an undecided attempt does not.
         let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
         report.status = stats::case_status(&outcomes, node_failed);
+        if report.status == CaseStatus::Ignored {
+            // A recording that does not answer the case (it changed since): the reason is why.
+            report.ignore_reason = report.attempts.last().and_then(|a| a.error.clone());
+        }
         report.pass_rate = stats::pass_rate(&outcomes);
         let mut ends = vec![];
         let mut i = 0;

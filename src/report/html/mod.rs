@@ -641,6 +641,7 @@ fn attempt_word(s: AttemptStatus) -> &'static str {
         AttemptStatus::Undecided => "undecided",
         AttemptStatus::Error => "error",
         AttemptStatus::Interrupted => "interrupted",
+        AttemptStatus::NotComparable => "not comparable",
     }
 }
 

@@ -121,6 +121,23 @@ fn conclude(
     started: Timestamp,
     t0: Instant,
 ) -> Attempt {
+    if let Some(v) = step_failure
+        .as_ref()
+        .filter(|v| v.facts.contains(&judge::Fact::CaseChanged))
+    {
+        // What the recording shows answers another experiment: no verdict of today's case.
+        return Attempt {
+            status: AttemptStatus::NotComparable,
+            error: Some(v.evidence.clone()),
+            verdicts: vec![v.clone()],
+            started,
+            duration_s: t0.elapsed().as_secs_f64(),
+            api_requests: 0,
+            cleanup: Cleanup::default(),
+            node_load: None,
+            timeline: Some(tl),
+        };
+    }
     let mut verdicts = judge::judge_case(&case.spec, &tl);
     if let Some(v) = step_failure {
         // A step that could not complete for a reason that is not the node's (undecided: a gap

@@ -38,6 +38,13 @@ fn judge_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
     if let Some(e) = &o.error {
         return errored(e.clone(), started, t0, Some(tl));
     }
+    // A recording podlife made for this case with another pod is another experiment.
+    if o.podlife
+        && let Some(recorded) = &rec.manifest
+        && let Some(diff) = pod_changed(case, recorded)
+    {
+        return conclude(case, tl, Some(judge::case_changed(diff)), started, t0);
+    }
     if let Some(v) = &o.step_verdict {
         return match serde_json::from_value::<Verdict>(v.clone()) {
             Ok(v) => match recorded_wait(case, &v) {
@@ -69,6 +76,63 @@ fn judge_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
     // The recording must have done what the steps say, or the verdicts would judge something else.
     let step_failure = objects_verdict(case, &tl).or_else(|| judge::steps_verdict(&case.spec, &tl));
     conclude(case, tl, step_failure, started, t0)
+}
+
+/// Where the pod a recording was made with differs from the case's pod today, apart from what
+/// the run chose: images (`--image`) and the targeting `cluster::target` writes (nodeName,
+/// nodeSelector, runtimeClassName). A container added or changed, another volume, another
+/// command: another experiment.
+fn pod_changed(case: &LoadedCase, recorded: &serde_json::Value) -> Option<String> {
+    let mask = |mut pod: serde_json::Value| {
+        strip_images(&mut pod);
+        if let Some(spec) = pod.get_mut("spec").and_then(|s| s.as_object_mut()) {
+            for targeting in ["nodeName", "nodeSelector", "runtimeClassName"] {
+                spec.remove(targeting);
+            }
+        }
+        pod
+    };
+    let today = mask(case.render_pod(&Default::default()));
+    let then = mask(recorded.clone());
+    first_difference(&today["spec"], &then["spec"], "spec")
+        .map(|at| format!("the pod differs at {at} from the pod the recording was made with"))
+}
+
+/// Removes what a run may substitute: every container's image and every image volume's reference.
+fn strip_images(v: &mut serde_json::Value) {
+    for key in ["containers", "initContainers", "ephemeralContainers"] {
+        if let Some(list) = v.pointer_mut(&format!("/spec/{key}")).and_then(|l| l.as_array_mut()) {
+            for c in list.iter_mut().filter_map(|c| c.as_object_mut()) {
+                c.remove("image");
+            }
+        }
+    }
+    if let Some(list) = v.pointer_mut("/spec/volumes").and_then(|l| l.as_array_mut()) {
+        for image in list.iter_mut().filter_map(|x| x.get_mut("image")?.as_object_mut()) {
+            image.remove("reference");
+        }
+    }
+}
+
+/// The path of the first place where `a` and `b` differ, e.g. `spec.containers[2]`.
+fn first_difference(a: &serde_json::Value, b: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(p), Some(q)) => first_difference(p, q, &format!("{at}.{k}")),
+                _ => Some(format!("{at}.{k}")),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{at}[{i}]")))
+            .or_else(|| (x.len() != y.len()).then(|| format!("{at}[{}]", x.len().min(y.len())))),
+        _ => (a != b).then(|| at.to_string()),
+    }
 }
 
 /// What a recorded step failure was, against the case as it is today.
@@ -118,21 +182,24 @@ fn lost_mark(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, v:
 /// The recorded run failed at a wait the case no longer has (a live run waited for a BackOff
 /// event; the case now waits for the CrashLoopBackOff status): that failure is not about the
 /// case as it is. The recording is held to today's steps instead; one it does not reach was cut
-/// short by the old step, so that is undecided, never failed.
+/// short by the old step, so the recording does not answer the case as it is.
 fn steps_of_today(case: &LoadedCase, tl: &Timeline, recorded: &Verdict) -> Option<Verdict> {
     if let Some(v) = objects_verdict(case, tl) {
         return Some(v);
     }
     let v = judge::steps_verdict(&case.spec, tl)?;
-    Some(if v.outcome == Outcome::Fail {
+    let ended = format!(
+        "the recorded run ended at a step the case no longer has ({})",
+        recorded.evidence
+    );
+    Some(if v.facts.contains(&judge::Fact::CaseChanged) {
         Verdict {
-            outcome: Outcome::Undecided,
-            evidence: format!(
-                "{}; undecided: the recorded run ended at a step the case no longer has ({})",
-                v.evidence, recorded.evidence
-            ),
+            evidence: format!("{}; {ended}", v.evidence),
             ..v
         }
+    } else if v.outcome == Outcome::Fail {
+        // A wait of today's the recording never reaches: the old step ended it first.
+        judge::case_changed(format!("{}; {ended}", v.evidence))
     } else {
         v
     })
@@ -210,7 +277,9 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
             Some(_) => None,
         }
     })?;
-    Some(failed_step(problem))
+    // A live run creates every object before the pod or errs: a recording that did not was
+    // made for another version of the case.
+    Some(judge::case_changed(problem))
 }
 
 /// Reads a timeline JSON as `run` writes it, refusing a format this podlife does not read (one
@@ -272,4 +341,43 @@ pub fn judge_timeline_file(case: &LoadedCase, path: &Path, recorded: Option<&Att
         .or_else(|| objects_verdict(case, &tl))
         .or_else(|| judge::steps_verdict(&case.spec, &tl));
     conclude(case, tl, step_failure, started, t0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_first_difference_is_named_by_its_path() {
+        let a = json!({"containers": [{"name": "a", "args": ["x"]}], "volumes": []});
+        assert_eq!(first_difference(&a, &a.clone(), "spec"), None);
+        let b = json!({"containers": [{"name": "a", "args": ["y"]}], "volumes": []});
+        assert_eq!(
+            first_difference(&a, &b, "spec").as_deref(),
+            Some("spec.containers[0].args[0]")
+        );
+        let c = json!({"containers": [{"name": "a", "args": ["x"]}, {"name": "b"}], "volumes": []});
+        assert_eq!(first_difference(&a, &c, "spec").as_deref(), Some("spec.containers[1]"));
+        let d = json!({"containers": [{"name": "a", "args": ["x"]}]});
+        assert_eq!(first_difference(&a, &d, "spec").as_deref(), Some("spec.volumes"));
+    }
+
+    #[test]
+    fn images_are_what_a_run_may_substitute() {
+        let mut pod = json!({"spec": {
+            "containers": [{"name": "a", "image": "busybox:1.36"}],
+            "initContainers": [{"name": "i", "image": "r.example/x:1"}],
+            "volumes": [{"name": "v", "image": {"reference": "r.example/kitten:1", "pullPolicy": "Always"}}]
+        }});
+        strip_images(&mut pod);
+        assert_eq!(
+            pod,
+            json!({"spec": {
+                "containers": [{"name": "a"}],
+                "initContainers": [{"name": "i"}],
+                "volumes": [{"name": "v", "image": {"pullPolicy": "Always"}}]
+            }})
+        );
+    }
 }
