@@ -264,19 +264,14 @@ pub(super) async fn observe_case(
                 {
                     Ok(mut r) => {
                         r.name = x.name.value.clone();
-                        if let Some(e) = &r.error {
-                            eprintln!("    {}: steps[{i}] exec `{}`: {e}", case.full_name(), r.name);
-                        }
+                        let detail = format!("{} in {}", x.command.value.join(" "), x.container.value);
                         let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                        loop_.obs.push(Input::Action(Action {
-                            kind: ActionKind::Exec,
+                        loop_.obs.push(answered(
+                            &format!("{}: steps[{i}] exec", case.full_name()),
                             sent,
-                            done: Some(Timestamp::now()),
-                            grace_period_seconds: None,
-                            detail: Some(format!("{} in {}", x.command.value.join(" "), x.container.value)),
-                            exec: Some(Box::new(r)),
-                            update: None,
-                        }));
+                            detail,
+                            r,
+                        ));
                         Ok(None)
                     }
                     Err(e) => Err(Stop::from(e)),
@@ -289,19 +284,14 @@ pub(super) async fn observe_case(
                 match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
                     Ok(mut r) => {
                         r.name = l.name.value.clone();
-                        if let Some(e) = &r.error {
-                            eprintln!("    {}: steps[{i}] fetchLog `{}`: {e}", case.full_name(), r.name);
-                        }
+                        let detail = format!("log of {} over {}", l.container.value, l.protocol.as_str());
                         let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                        loop_.obs.push(Input::Action(Action {
-                            kind: ActionKind::Exec,
+                        loop_.obs.push(answered(
+                            &format!("{}: steps[{i}] fetchLog", case.full_name()),
                             sent,
-                            done: Some(Timestamp::now()),
-                            grace_period_seconds: None,
-                            detail: Some(format!("log of {} over {}", l.container.value, l.protocol.as_str())),
-                            exec: Some(Box::new(r)),
-                            update: None,
-                        }));
+                            detail,
+                            r,
+                        ));
                         Ok(None)
                     }
                     Err(e) => Err(Stop::from(e)),
@@ -774,4 +764,22 @@ impl From<ClusterError> for Stop {
             e => Stop::Error(e.to_string()),
         }
     }
+}
+
+/// Our exec or log read, answered: an `exec` action carrying its result, which `exec`
+/// expectations judge. A stream that broke is said on the console (`step` names it) as well as
+/// kept in the result.
+fn answered(step: &str, sent: Timestamp, detail: String, r: crate::observe::ExecResult) -> Input {
+    if let Some(e) = &r.error {
+        eprintln!("    {step} `{}`: {e}", r.name);
+    }
+    Input::Action(Action {
+        kind: ActionKind::Exec,
+        sent,
+        done: Some(Timestamp::now()),
+        grace_period_seconds: None,
+        detail: Some(detail),
+        exec: Some(Box::new(r)),
+        update: None,
+    })
 }
