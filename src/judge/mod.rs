@@ -3,6 +3,7 @@
 
 mod backoff;
 mod cgroup;
+mod conclude;
 mod condition;
 mod container;
 mod count;
@@ -34,6 +35,7 @@ use sequence::{SeqMatch, Subject, match_sequence};
 use backoff::backoff;
 pub use backoff::{Interval, announced_backoffs, backoff_bounds, restart_intervals};
 use cgroup::cgroup;
+pub use conclude::{Conclusion, conclude};
 pub use condition::condition_sequence;
 use condition::{condition, condition_gaps};
 use container::{container, container_gaps, skipped_note};

@@ -113,7 +113,7 @@ fn wait_failed(case: &LoadedCase, until: &crate::suite::MarkRef, tl: &Timeline, 
     }
 }
 
-/// Finishes an attempt from a complete timeline.
+/// Finishes an attempt from a complete timeline, as `judge::conclude` concludes it.
 fn conclude(
     case: &LoadedCase,
     tl: Timeline,
@@ -121,59 +121,16 @@ fn conclude(
     started: Timestamp,
     t0: Instant,
 ) -> Attempt {
-    if let Some(v) = step_failure
-        .as_ref()
-        .filter(|v| v.facts.contains(&judge::Fact::CaseChanged))
-    {
-        // What the recording shows answers another experiment: no verdict of today's case.
-        return Attempt {
-            status: AttemptStatus::NotComparable,
-            error: Some(v.evidence.clone()),
-            verdicts: vec![v.clone()],
-            started,
-            duration_s: t0.elapsed().as_secs_f64(),
-            api_requests: 0,
-            cleanup: Cleanup::default(),
-            node_load: None,
-            timeline: Some(tl),
-        };
-    }
-    let mut verdicts = judge::judge_case(&case.spec, &tl);
-    if let Some(v) = step_failure {
-        // A step that could not complete for a reason that is not the node's (undecided: a gap
-        // could hide its mark, a wait an outage cut short) ended the observation early: what the
-        // other expectations found missing may have come later. They are undecided, not failed.
-        if v.outcome == Outcome::Undecided {
-            // What was seen to contradict the case (a `never` that occurred, a forbidden
-            // transition, a container that started against its expectation) stays failed.
-            let seen = |x: &Verdict| {
-                (x.kind == "never" && !x.facts.contains(&judge::Fact::MarkAbsent))
-                    || x.facts.iter().any(|f| {
-                        matches!(
-                            f,
-                            judge::Fact::ForbiddenTransitionSeen | judge::Fact::StartedAgainstExpectation
-                        )
-                    })
-            };
-            for x in verdicts.iter_mut().filter(|x| x.outcome == Outcome::Fail && !seen(x)) {
-                x.outcome = Outcome::Undecided;
-                x.evidence = format!(
-                    "{}; undecided: the observation ended early, the steps could not complete ({})",
-                    x.evidence, v.evidence
-                );
-            }
-        }
-        verdicts.insert(0, v);
-    }
-    let status = if judge::all_pass(&verdicts) {
-        AttemptStatus::Passed
-    } else if verdicts.iter().any(|v| v.outcome == judge::Outcome::Fail) {
-        AttemptStatus::Failed
-    } else {
-        // Pass and undecided only: the evidence could not decide, the node did not fail.
-        AttemptStatus::Undecided
+    let (conclusion, verdicts) = judge::conclude(&case.spec, &tl, step_failure);
+    let status = match conclusion {
+        judge::Conclusion::Passed => AttemptStatus::Passed,
+        judge::Conclusion::Failed => AttemptStatus::Failed,
+        judge::Conclusion::Undecided => AttemptStatus::Undecided,
+        judge::Conclusion::NotComparable => AttemptStatus::NotComparable,
     };
-    let unavailable = (status != AttemptStatus::Passed)
+    // The case changed since the recording: why is the step verdict, all there is to say.
+    let not_comparable = (status == AttemptStatus::NotComparable).then(|| verdicts[0].evidence.clone());
+    let unavailable = (!matches!(status, AttemptStatus::Passed | AttemptStatus::NotComparable))
         .then(|| image_unavailable(case, &tl))
         .flatten();
     Attempt {
@@ -183,7 +140,7 @@ fn conclude(
             status
         },
         verdicts,
-        error: unavailable,
+        error: unavailable.or(not_comparable),
         started,
         duration_s: t0.elapsed().as_secs_f64(),
         api_requests: 0,
