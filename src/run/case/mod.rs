@@ -192,13 +192,19 @@ fn image_unavailable(case: &LoadedCase, tl: &Timeline) -> Option<String> {
         .filter(|c| c["image"].as_str().is_some_and(|i| i.contains("${image.")) || mounts_one(c))
         .filter_map(|c| c["name"].as_str())
         .collect();
+    // An image volume's image with pullPolicy Always cannot be pre-loaded: say what it needs.
+    let hint = if image_volumes.is_empty() {
+        ""
+    } else {
+        "; an image volume's image is pulled from its registry (pullPolicy Always), so the node must reach a registry that holds it: --image NAME=REF names one, --skip leaves the case out"
+    };
     tl.snapshots.iter().find_map(|s| {
         s.containers.iter().find_map(|c| match &c.state {
             crate::observe::State::Waiting {
                 reason: Some(r),
                 message,
             } if PULL_FAILURES.contains(&r.as_str()) && substituted.contains(&c.name.as_str()) => Some(format!(
-                "an image of container {} could not be pulled ({r}: {}): it is unavailable to the node (check the registry and --image); no verdict on the node",
+                "an image of container {} could not be pulled ({r}: {}): it is unavailable to the node (check the registry and --image{hint}); no verdict on the node",
                 c.name,
                 message.as_deref().unwrap_or("no message")
             )),
