@@ -340,11 +340,6 @@ impl Observer {
         std::mem::take(&mut self.new_instances)
     }
 
-    /// The instance number already assigned to a containerID.
-    pub fn instance_of(&self, container_id: &str) -> Option<u32> {
-        self.ids.get(container_id).map(|(_, i)| *i)
-    }
-
     pub fn push(&mut self, input: Input) {
         if let Some(Tap(tap)) = &mut self.tap {
             tap(&input);

@@ -684,10 +684,6 @@ impl Timeline {
             .filter(move |l| l.container == container && instance.is_none_or(|i| l.instance == i))
     }
 
-    pub fn last_snapshot(&self) -> Option<&Snapshot> {
-        self.snapshots.last()
-    }
-
     /// The final phase observed.
     pub fn final_phase(&self) -> Option<&str> {
         self.snapshots.iter().rev().find_map(|s| s.phase.as_deref())

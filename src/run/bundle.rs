@@ -299,13 +299,6 @@ pub fn open(p: &Path) -> Result<Option<Extracted>, ExtractError> {
     }
 }
 
-/// Reads `BUNDLE.json` of an extracted bundle, if any (the podlife version that made it).
-pub fn made_by(dir: &Path) -> Option<String> {
-    let text = crate::files::read_string(&dir.join("BUNDLE.json"), crate::files::SUMMARY).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v.get("podlife")?.as_str().map(str::to_string)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,8 @@
 //! Why: while kube-apiserver shuts down gracefully (a restart: ~60 s on the reference node) the
 //! watches it already serves stay open and healthy, but it takes no new connection, so the
 //! kubelet and the scheduler cannot write a status or an event. podlife's streams then see no
-//! error, just silence: in a live run and again here, no pod or event update arrived for 65 s
-//! while every watch looked up. The probe sees it (a new request is refused at once), and each
+//! error, just silence: no pod or event update arrives for as long as the outage lasts while
+//! every watch looks up. The probe sees it (a new request is refused at once), and each
 //! case's pod watch and Event watch get a gap for every such window, so what the writers could
 //! not write is never judged as absent.
 

@@ -229,10 +229,6 @@ impl Pattern {
         let out = expand_templates(&self.source, lookup, regex::escape)?;
         regex::Regex::new(&out).map_err(|e| one_line(&e.to_string()))
     }
-
-    pub fn has_templates(&self) -> bool {
-        self.source.contains("${")
-    }
 }
 
 /// The regex crate's own reason ("unclosed group"), without its pattern-and-caret drawing.

@@ -1,4 +1,4 @@
-//! Damaged and hostile inputs (issue 22) and unfinished attempts re-judged (issue 19.2): each
+//! Damaged and hostile inputs and unfinished attempts re-judged: each
 //! test feeds the input that showed the defect and checks podlife neither panics nor passes it
 //! silently — one `error:` line naming the file and field and exit 2, or a verdict no greener
 //! than the evidence.
@@ -34,7 +34,7 @@ fn text(o: &Output) -> String {
 }
 
 /// `tests/fixtures/recordings/sigterm-ignored` with every `finishedAt` set to jiff's last
-/// representable second (issue 22.1).
+/// representable second.
 fn far_future_recording(dir: &Path) -> PathBuf {
     let rec = dir.join("sigterm-ignored");
     copy_dir(&root().join("tests/fixtures/recordings/sigterm-ignored"), &rec);

@@ -1,4 +1,4 @@
-//! Fuzzing, in `cargo test` (issue 22): proptest properties over what podlife reads from
+//! Fuzzing, in `cargo test`: proptest properties over what podlife reads from
 //! outside — recordings (every stream and log file), stored timeline JSON, and the duration and
 //! timestamp parsers — mutated from the real recordings in `tests/fixtures/recordings` (the
 //! corpus) with the values that broke podlife before: far-future and far-past timestamps,

@@ -3,8 +3,8 @@
 //! timelines), how it behaves under faults (unwritable reports, a silent API server, signals),
 //! and snapshots of `schema` and `list`.
 //!
-//! One test binary per concern (issue 21): each module here was its own binary, and each binary
-//! links the whole crate. Fixtures are read relative to the project root, where cargo runs tests.
+//! One test binary per concern, its modules inside it: each test binary links the whole crate,
+//! so fewer binaries link faster. Fixtures are read relative to the project root, where cargo runs tests.
 
 #[path = "../support/mod.rs"]
 mod support;

@@ -1,4 +1,4 @@
-//! The suite-format features of issue 13 (status flags, `never` windows, per-instance gaps,
+//! Suite-format features (status flags, `never` windows, per-instance gaps,
 //! exact text, condition reason/message, absent marks in `order`, spec patches, `judge`'s step
 //! check): each with a right and a deliberately wrong expectation judged on real data — the
 //! recordings in tests/fixtures/recordings, or timelines of a live run of the reference node in

@@ -2,8 +2,8 @@
 //! expectation kind and suite-format feature right and deliberately wrong, lost evidence made
 //! undecided, and the built-in suites passing on their recordings and failing when mutated.
 //!
-//! One test binary per concern (issue 21): each module here was its own binary, and each binary
-//! links the whole crate. Fixtures are read relative to the project root, where cargo runs tests.
+//! One test binary per concern, its modules inside it: each test binary links the whole crate,
+//! so fewer binaries link faster. Fixtures are read relative to the project root, where cargo runs tests.
 
 #[path = "../support/mod.rs"]
 mod support;

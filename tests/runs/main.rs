@@ -2,8 +2,8 @@
 //! memory cost, `clean`), real live runs and bundles replayed and re-judged, every verdict pinned,
 //! and the reports read back (HTML, `diff`, `--repeat` statistics).
 //!
-//! One test binary per concern (issue 21): each module here was its own binary, and each binary
-//! links the whole crate. Fixtures are read relative to the project root, where cargo runs tests.
+//! One test binary per concern, its modules inside it: each test binary links the whole crate,
+//! so fewer binaries link faster. Fixtures are read relative to the project root, where cargo runs tests.
 //! The live runner's own tests (`live_mock`, `live_streams`, `live_cluster`) stay binaries of
 //! their own.
 

@@ -1,6 +1,6 @@
 //! Pins every verdict podlife gives on the fixtures' evidence (the single-scenario recordings
 //! and every live bundle, replayed with today's suites): a restructuring must judge every one
-//! identically (issue 21). The pin is one line per case: its status, each verdict's kind and
+//! identically. The pin is one line per case: its status, each verdict's kind and
 //! outcome, and a digest of all evidence texts. A deliberate change of judgement re-blesses it
 //! with `PODLIFE_BLESS=1 cargo test --test runs verdict_pin::` and says why in its commit.
 

@@ -60,8 +60,8 @@ impl Observer {
     /// `previous` the last terminated one), never an earlier one's: when two streams deliver the
     /// same line, the later instance is the line's (instance 1's "run 2"
     /// came first through instance 0's resumed follow, then through instance 1's own), and the
-    /// earlier instance's stream read another's log. Either stream may deliver first (live run
-    /// instance 0's fetch was sent first and answered last).
+    /// earlier instance's stream read another's log. Either stream may deliver first (a fetch
+    /// sent first may be answered last).
     pub(super) fn relocate(&mut self, container: &str, hint: Option<u32>, time: Timestamp, text: &str) {
         let Some(h) = hint else { return };
         let Some(pos) = self

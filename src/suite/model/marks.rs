@@ -392,9 +392,6 @@ impl PodPhase {
             PodPhase::Unknown => "Unknown",
         }
     }
-    pub fn is_terminal(&self) -> bool {
-        matches!(self, PodPhase::Succeeded | PodPhase::Failed)
-    }
 }
 
 impl fmt::Display for PodPhase {
