@@ -5,7 +5,7 @@
 //! extreme counts, flipped bytes, cut and repeated lines. The property: podlife never panics; a
 //! refused input is one line naming its file; an accepted one is judged by every built-in case
 //! of that recording. Deterministic (fixed seed, fixed case count) and bounded: a few seconds.
-//! The figure (inputs tried, 0 panics) is in README.md, *Tests*.
+//! The figure (inputs tried, 0 panics) is in docs/tests.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
