@@ -429,6 +429,9 @@ impl CaseApi {
                     if !backoff.fits_before(deadline) {
                         return Err(e);
                     }
+                    // Not cancellable, unlike `retrying`: this is the cleanup, which Ctrl-C and
+                    // SIGTERM start rather than stop (a namespace abandoned here would leak);
+                    // the cleanup's deadline bounds it.
                     tokio::time::sleep(backoff.next_pause()).await;
                 }
                 Err(e) => return Err(e),
