@@ -341,7 +341,7 @@ fn unpack(bundle: &Path, into: &Path) -> PathBuf {
     into.join(name)
 }
 
-/// 19.2, on real data: live run F3 (`run probes`, Ctrl-C after 30 s: 8 cases interrupted) and
+/// On real data: live run F3 (`run probes`, Ctrl-C after 30 s: 8 cases interrupted) and
 /// F1 (API server stopped mid-run: 6 cases errored), `tests/fixtures/unfinished-runs/`. Re-judged
 /// from their recordings and from their stored timelines alone (runs recorded without
 /// recordings), every interrupted or errored case stays so: none becomes passed.
@@ -379,7 +379,7 @@ fn rejudging_keeps_interrupted_and_errored_attempts_unfinished() {
     }
 }
 
-/// 19.2: `podlife judge` on a recording ignored how the attempt ended: an interrupted attempt
+/// `podlife judge` on a recording ignored how the attempt ended: an interrupted attempt
 /// of F3 was judged as if finished.
 #[test]
 fn judge_on_a_recording_of_an_interrupted_attempt_gives_no_verdict() {
@@ -403,7 +403,7 @@ fn judge_on_a_recording_of_an_interrupted_attempt_gives_no_verdict() {
     assert!(!out.contains("result: ok"), "{out}");
 }
 
-/// 19.2: a `--repeat` run without recordings stores one timeline per case (the last attempt's);
+/// A `--repeat` run without recordings stores one timeline per case (the last attempt's);
 /// re-judging judged that one timeline for every attempt, so N attempts became N copies of one
 /// sample. Only the last attempt is judged; the others say they have no evidence.
 #[test]

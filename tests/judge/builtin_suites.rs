@@ -475,7 +475,7 @@ fn agnhost_cases_use_upstreams_agnhost_and_images_lists_it() {
 
 #[test]
 fn the_cases_of_objects_ephemeral_containers_agnhost_and_run_container_error_validate() {
-    // Loading fails on any invalid case; these are the ones issue 13's last part added, each
+    // Loading fails on any invalid case; these are the rules that guard a case's steps, each
     // with what makes it what it is.
     let suites = podlife::suite::load_suites(&[root().join("suites")]).unwrap_or_else(|e| panic!("{e:?}"));
     let find = |full: &str| {

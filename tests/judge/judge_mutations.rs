@@ -445,7 +445,7 @@ fn events_gap() -> podlife::observe::Gap {
     }
 }
 
-/// 19.5: with whole evidence, a required mark that never came is the node's failure (it was
+/// With whole evidence, a required mark that never came is the node's failure (it was
 /// undecided, "not a node failure"); a gap that could hide it keeps it undecided.
 #[test]
 fn a_required_mark_that_never_came_fails_on_whole_evidence() {
@@ -469,7 +469,7 @@ fn a_required_mark_that_never_came_fails_on_whole_evidence() {
     }
 }
 
-/// 19.4: `forEachInstance` passed over an instance it never measured because its evidence fell
+/// `forEachInstance` passed over an instance it never measured because its evidence fell
 /// in a gap; such an instance makes the quantifier undecided.
 #[test]
 fn for_each_instance_is_undecided_over_an_instance_a_gap_hid() {
@@ -498,7 +498,7 @@ fn for_each_instance_is_undecided_over_an_instance_a_gap_hid() {
     assert!(v[0].evidence.contains("#2 not measured"), "{}", v[0].evidence);
 }
 
-/// 19.8: events are lossy on a healthy node. An absence or an exact count is undecided once the
+/// Events are lossy on a healthy node. An absence or an exact count is undecided once the
 /// recorder's spam-filter burst was reached; otherwise it passes, saying how strong it is.
 #[test]
 fn event_absence_and_exact_counts_are_only_as_strong_as_events() {
@@ -747,7 +747,7 @@ fn start_allowance_bounds_fail_a_start_that_waits_ten_seconds() {
     }
 }
 
-/// 19.7: the kill bounds of the termination cases against broken nodes: a kill at the grace
+/// The kill bounds of the termination cases against broken nodes: a kill at the grace
 /// period ± 1 s, or 800 ms late (the bounds allow 500 ms for load), fails on the real timelines (their 200 ms loop cannot show
 /// 300 ms; today's 20 ms loop can: tests/runs/live_runs.rs).
 #[test]

@@ -355,7 +355,7 @@ fn targeting_flags_are_refused_with_replay() {
         .code(2);
 }
 
-/// 19.3: a harness error followed by a passing retry is no flake of the node: the case passed,
+/// A harness error followed by a passing retry is no flake of the node: the case passed,
 /// its area is conformant, and the error is reported beside the pass (JUnit, HTML, console).
 /// A failure followed by a passing retry is flaky: not conformant, a JUnit failure.
 #[test]

@@ -58,10 +58,10 @@ fn all_timelines() -> Vec<(String, String, PathBuf)> {
 }
 
 /// Cases whose steps changed after the live runs, so their timelines record another experiment:
-/// pod-active-deadline now patches the deadline onto the running pod (issue 13) instead of
+/// pod-active-deadline now patches the deadline onto the running pod instead of
 /// creating the pod with it, 6 s after its first line so that the deadline is already past.
 /// restart-always-count-two now deletes its pod until gone, and subpath-expr-from-failed waits
-/// 2 minutes before the fix, as upstream does (issue 20).
+/// 2 minutes before the fix, as upstream does.
 const CHANGED_SINCE_THE_RUNS: &[&str] = &[
     "upstream-pods::pod-active-deadline",
     "upstream-runtime::restart-always-count-two",
@@ -304,7 +304,7 @@ fn kill_gap_uncertainty_is_the_tick_period_of_the_evidence() {
     let gap = "- gap: {from: term, to: kill, target: 5s, tolerance: 100ms}";
     // Today's fixtures tick every 200 ms: the kill lies within 200 ms after the last tick, and
     // the evidence prints that with the measurement. 200 ms of uncertainty against a ±100 ms
-    // window is coarser than the expectation: undecided, never a pass (issue 18.5).
+    // window is coarser than the expectation: undecided, never a pass.
     let v = judge_one(full, gap, &tl);
     assert_eq!(v.outcome, Outcome::Undecided, "{}", v.evidence);
     assert!(v.facts.contains(&Fact::CoarserThanTolerance), "{:?}", v.facts);
@@ -546,7 +546,7 @@ fn replay_bundle(bundle: &Path, reports: &Path) -> (PathBuf, serde_json::Value) 
     (run, serde_json::from_str(&summary).unwrap())
 }
 
-/// Cases changed after the bundles were recorded (issue 20; pod-active-deadline already
+/// Cases changed after the bundles were recorded (pod-active-deadline already
 /// patched its deadline in them).
 const CHANGED_SINCE_THE_BUNDLES: &[&str] = &[
     "upstream-runtime::restart-always-count-two",

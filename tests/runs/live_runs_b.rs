@@ -49,7 +49,7 @@ fn not_passing(v: &[Verdict]) -> Vec<String> {
         .collect()
 }
 
-/// 19.3: F4 ran `status::status-container-creating --repeat 6`, 2 of 6 passed, and podlife
+/// F4 ran `status::status-container-creating --repeat 6`, 2 of 6 passed, and podlife
 /// printed `ok`, "conformant", exit 0. Re-judged, a case seen failing in some repetitions is
 /// never certified: exit 1, not conformant, the pass rate shown.
 #[test]
@@ -96,7 +96,7 @@ fn f4_a_repeated_case_that_failed_in_some_repetitions_is_not_conformant() {
     }
 }
 
-/// 18.3: A2/A4 received the scheduler's Scheduled event 2.5 / 35 ms after the pod watch showed
+/// A2/A4 received the scheduler's Scheduled event 2.5 / 35 ms after the pod watch showed
 /// ContainerCreating (two writers, two streams). Such an order is undecided, not failed; the
 /// case asserts only what Kubernetes guarantees and passes.
 #[test]
@@ -132,7 +132,7 @@ fn a2_a4_an_order_across_two_streams_inside_their_uncertainty_is_undecided() {
     }
 }
 
-/// 18.6: A3 restart-always-count-two@vm: instance 1's "run 2" (main.1.jsonl) came at
+/// A3 restart-always-count-two@vm: instance 1's "run 2" (main.1.jsonl) came at
 /// 14:37:23.996, before instance 1's startedAt 14:37:24Z (whole seconds), and was put on
 /// instance 0; log resumes delivered it four times. It belongs to instance 1, once.
 #[test]
@@ -144,7 +144,7 @@ fn a3_a_log_line_belongs_to_the_instance_whose_stream_delivered_it() {
     let run1: Vec<_> = tl.logs.iter().filter(|l| l.text == "run 1").collect();
     assert_eq!(run1.len(), 1);
     assert_eq!(run1[0].instance, 0);
-    // The case now deletes its pod until gone (issue 20); this recording has no delete, so only
+    // The case now deletes its pod until gone; this recording has no delete, so only
     // the verdicts about the delete fail, and every log, instance and back-off verdict passes.
     let bad = not_passing(&builtin("upstream-runtime::restart-always-count-two", &tl));
     assert!(
@@ -153,7 +153,7 @@ fn a3_a_log_line_belongs_to_the_instance_whose_stream_delivered_it() {
     );
 }
 
-/// 18.6 under load (A5): emptydir-survives-restart had instance 1's lines on instance 0, and
+/// Under load (A5): emptydir-survives-restart had instance 1's lines on instance 0, and
 /// instance 0's own log was never read (its fetch came when instance 1 was current). The lines
 /// go to instance 1, and instance 0's lost log is a gap: its expectation is undecided, never a
 /// failure of the node.
@@ -178,7 +178,7 @@ fn a5_lines_stay_with_their_instances_and_a_lost_log_is_a_gap() {
     );
 }
 
-/// 18.6 under load (A5): init-fail-always's log back-off intervals measured across lines given
+/// Under load (A5): init-fail-always's log back-off intervals measured across lines given
 /// to the wrong instance (25.1 s "between" two instances that ran 10 s apart).
 #[test]
 fn a5_init_fail_always_backoff_reads_each_instance_own_lines() {
@@ -187,7 +187,7 @@ fn a5_init_fail_always_backoff_reads_each_instance_own_lines() {
     assert!(bad.is_empty(), "{bad:#?}");
 }
 
-/// 18.5: with busybox 1.38 the kill tick stalled after the trap (A1, A2, A4): the last tick was
+/// With busybox 1.38 the kill tick stalled after the trap (A1, A2, A4): the last tick was
 /// taken for the kill, so `delete-grace-override` measured 184-472 ms for a 2 s grace and failed,
 /// A4's `sigterm-ignored` 6.5 ms and failed, and A2's passed "expected 5s ±100ms, measured 4.42s
 /// [tolerance widened by 4.42s]". The kill must agree with finishedAt (whole seconds), and a
