@@ -104,6 +104,7 @@ mod tests {
             measures: vec![],
             facts,
             subject: "step".into(),
+            id: "step".into(),
         }
     }
 

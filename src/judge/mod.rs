@@ -114,6 +114,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
         measures: j.measures,
         facts: j.facts,
         subject: subject(e),
+        id: verdict::expectation_id(e.kind(), &serde_json::to_value(e).unwrap_or_default()),
     }
 }
 

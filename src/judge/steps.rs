@@ -44,6 +44,7 @@ fn step_verdict(outcome: Outcome, evidence: String, facts: Vec<Fact>) -> Verdict
         measures: vec![],
         facts,
         subject: "step".into(),
+        id: "step".into(),
     }
 }
 

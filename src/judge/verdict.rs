@@ -43,6 +43,33 @@ pub struct Verdict {
     /// with it; empty in reports written before podlife recorded it).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub subject: String,
+    /// What the verdict judges, stable across edits of the case: the expectation's kind and a
+    /// digest of its definition (`step` and `timeline` for those checks). Two runs' verdicts are
+    /// the same verdict when their ids are equal, wherever the expectation moved in the list
+    /// (empty in reports written before podlife recorded it: then the index is all there is).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+}
+
+impl Verdict {
+    /// Whether `self` and `other`, of two runs of one case, judge the same thing.
+    pub fn same_subject(&self, other: &Verdict) -> bool {
+        if self.id.is_empty() || other.id.is_empty() {
+            self.index == other.index && self.kind == other.kind
+        } else {
+            self.id == other.id
+        }
+    }
+}
+
+/// A verdict's `id` for an expectation: its kind and a 64-bit FNV-1a digest of its definition
+/// as JSON (stable across Rust versions, unlike std's hasher).
+pub fn expectation_id(kind: &str, definition: &serde_json::Value) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in definition.to_string().bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{kind}:{h:016x}")
 }
 
 /// A fact a verdict rests on, beside its evidence text.

@@ -431,7 +431,7 @@ pub fn diff(before: &RunSummary, after: &RunSummary, opts: &DiffOptions, defs: &
         if let (Some(cb), Some(ca)) = (cb, ca) {
             if let (Some(vb), Some(va)) = (cb.last(), ca.last()) {
                 for v in &va.verdicts {
-                    if let Some(old) = vb.verdicts.iter().find(|o| o.index == v.index)
+                    if let Some(old) = vb.verdicts.iter().find(|o| o.same_subject(v))
                         && old.outcome != v.outcome
                     {
                         flips.push(VerdictFlip {
@@ -449,7 +449,7 @@ pub fn diff(before: &RunSummary, after: &RunSummary, opts: &DiffOptions, defs: &
                 def.and_then(|(case, pod)| crate::judge::measure::static_info(case, pod, m.index, m.position, &m.label))
             };
             for m in &ca.measurements {
-                let Some(old) = cb.measurements.iter().find(|o| o.key() == m.key() && o.kind == m.kind) else {
+                let Some(old) = cb.measurements.iter().find(|o| o.same_as(m)) else {
                     continue;
                 };
                 let (source, info) = match (&old.info, &m.info) {
@@ -528,6 +528,7 @@ mod tests {
             median: v[v.len() / 2],
             max: v[v.len() - 1],
             info: None,
+            id: String::new(),
         }
     }
 

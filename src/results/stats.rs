@@ -24,12 +24,26 @@ pub struct MeasureStats {
     /// verdicts carried them; `diff` then derives them from the suite).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub info: Option<crate::judge::measure::MeasureInfo>,
+    /// The verdict's stable `id` (empty in reports written before podlife recorded it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
 }
 
 impl MeasureStats {
-    /// The key `diff` matches measurements by.
+    /// The key measurements of one run are grouped by.
     pub fn key(&self) -> (usize, usize) {
         (self.index, self.position)
+    }
+
+    /// Whether `self` and `other`, of two runs of one case, measure the same value: the same
+    /// expectation (by its stable id, else by its index) and position.
+    pub fn same_as(&self, other: &MeasureStats) -> bool {
+        let same_expectation = if self.id.is_empty() || other.id.is_empty() {
+            self.index == other.index && self.kind == other.kind
+        } else {
+            self.id == other.id
+        };
+        same_expectation && self.position == other.position
     }
 }
 
@@ -108,7 +122,13 @@ pub fn case_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatus 
 
 /// min/median/max of every measured value, over the given attempts (one per repetition).
 pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
-    type Entry = (String, String, Vec<f64>, Option<crate::judge::measure::MeasureInfo>);
+    type Entry = (
+        String,
+        String,
+        Vec<f64>,
+        Option<crate::judge::measure::MeasureInfo>,
+        String,
+    );
     let mut by_key: std::collections::BTreeMap<(usize, usize), Entry> = Default::default();
     for a in attempts {
         for v in &a.verdicts {
@@ -124,7 +144,7 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
             for (pos, m) in v.measured.iter().enumerate() {
                 let e = by_key
                     .entry((v.index, pos))
-                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![], None));
+                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![], None, v.id.clone()));
                 e.2.push(*m);
                 // The last repetition's description (its resolution may differ by a few ms).
                 if let Some(info) = v.measures.get(pos) {
@@ -135,7 +155,7 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
     }
     by_key
         .into_iter()
-        .map(|((index, position), (kind, label, mut values, info))| {
+        .map(|((index, position), (kind, label, mut values, info, id))| {
             values.sort_by(|a, b| a.total_cmp(b));
             let n = values.len();
             let median = if n % 2 == 1 {
@@ -153,6 +173,7 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
                 median,
                 max: values[n - 1],
                 info,
+                id,
             }
         })
         .collect()

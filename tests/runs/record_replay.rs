@@ -726,3 +726,50 @@ fn an_old_bundle_replays_with_its_own_suites() {
         );
     }
 }
+
+/// Verdicts are matched across runs by what they judge, not by their place in the list: an
+/// expectation inserted in front of the others is a new verdict (the case now fails), and no
+/// verdict that was there before is reported as flipped.
+#[test]
+fn an_inserted_expectation_flips_no_other_verdict() {
+    let fixture = root().join(FIXTURE_RUN);
+    let dir = tempfile::tempdir().unwrap();
+    let suites = dir.path().join("suites");
+    copy_dir(&fixture.join("suites"), &suites);
+    let file = suites.join("record.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let inserted = text.replacen(
+        "      - phases: [Pending, Running, Failed]\n",
+        "      - log: {container: main, regex: '^never printed$'}\n      - phases: [Pending, Running, Failed]\n",
+        1,
+    );
+    assert_ne!(text, inserted);
+    std::fs::write(&file, inserted).unwrap();
+    let before = rejudge(&fixture, &fixture.join("suites"), &dir.path().join("own"))
+        .output()
+        .unwrap();
+    assert!(before.status.code().is_some());
+    rejudge(&fixture, &suites, &dir.path().join("inserted"))
+        .output()
+        .unwrap();
+    let (a, b) = (
+        only_run(&dir.path().join("own")),
+        only_run(&dir.path().join("inserted")),
+    );
+    let d = podlife()
+        .arg("diff")
+        .arg(&a)
+        .arg(&b)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let d: serde_json::Value = serde_json::from_slice(&d.stdout).unwrap();
+    let case = d["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case"] == "recorded::restart-never-fail")
+        .unwrap_or_else(|| panic!("{d:#}"));
+    assert_eq!(case["verdictFlips"].as_array().map_or(0, Vec::len), 0, "{case:#}");
+    assert!(case.to_string().contains("failed"), "{case:#}");
+}

@@ -97,6 +97,7 @@ fn failed_step(evidence: String) -> Verdict {
         measures: vec![],
         facts: vec![],
         subject: "step".into(),
+        id: "step".into(),
     }
 }
 

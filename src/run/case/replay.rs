@@ -305,6 +305,7 @@ pub fn read_timeline_file(path: &Path) -> Result<Timeline, String> {
 pub fn incomplete_verdict(tl: &Timeline) -> Option<Verdict> {
     (!tl.complete).then(|| Verdict {
         kind: "timeline".into(),
+        id: "timeline".into(),
         outcome: Outcome::Undecided,
         ..failed_step(
             "the timeline is incomplete (`complete: false`: its observation was cut short), so no verdict on it can be final"
