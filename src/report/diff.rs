@@ -103,7 +103,7 @@ pub fn render_table(d: &DiffReport) -> String {
 
 /// The label of a timing; a back-off names which interval.
 fn timing_label(t: &TimingChange) -> String {
-    if t.label.starts_with("backoff") {
+    if t.kind == "backoff" {
         format!("{} interval {}", t.label, t.position + 1)
     } else {
         t.label.clone()

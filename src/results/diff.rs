@@ -80,6 +80,9 @@ pub enum InfoSource {
 #[serde(rename_all = "camelCase")]
 pub struct TimingChange {
     pub label: String,
+    /// The expectation's kind (`gap`, `backoff`, ...).
+    #[serde(default)]
+    pub kind: String,
     pub index: usize,
     pub position: usize,
     /// Medians over the repetitions.
@@ -397,6 +400,7 @@ fn change_of(
     let delta = new.median - old.median;
     TimingChange {
         label: new.label.clone(),
+        kind: new.kind.clone(),
         index: new.index,
         position: new.position,
         before: old.median,
