@@ -94,18 +94,7 @@ mod tests {
     }
 
     fn step(outcome: Outcome, facts: Vec<Fact>) -> Verdict {
-        Verdict {
-            index: usize::MAX,
-            kind: "step".into(),
-            outcome,
-            evidence: "steps[0] waitFor: timed out".into(),
-            measured: vec![],
-            marks: vec![],
-            measures: vec![],
-            facts,
-            subject: "step".into(),
-            id: "step".into(),
-        }
+        super::super::steps::step_verdict(outcome, "steps[0] waitFor: timed out".into(), facts)
     }
 
     #[test]

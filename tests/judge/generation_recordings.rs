@@ -16,33 +16,21 @@ fn recording(case: &str) -> PathBuf {
 /// A copy of `case`'s recording with `status.observedGeneration` of every pod version replaced
 /// by what `edit` makes of it (`None`: the field removed).
 fn kubelet_edited(case: &str, edit: impl Fn(i64) -> Option<i64>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    crate::support::files::copy_dir(&recording(case), dir.path());
-    let file = dir.path().join("pods.watch.jsonl");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let mut changed = 0;
-    let out: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let status = &mut v["event"]["object"]["status"];
-            if let Some(g) = status.get("observedGeneration").and_then(|g| g.as_i64()) {
-                let new = edit(g);
-                if new != Some(g) {
-                    changed += 1;
-                }
-                match new {
-                    Some(n) => status["observedGeneration"] = n.into(),
-                    None => {
-                        status.as_object_mut().unwrap().remove("observedGeneration");
-                    }
-                }
+    let (dir, changed) = crate::support::files::copy_with_edited_lines(&recording(case), "pods.watch.jsonl", |v| {
+        let status = &mut v["event"]["object"]["status"];
+        let Some(g) = status.get("observedGeneration").and_then(|g| g.as_i64()) else {
+            return false;
+        };
+        let new = edit(g);
+        match new {
+            Some(n) => status["observedGeneration"] = n.into(),
+            None => {
+                status.as_object_mut().unwrap().remove("observedGeneration");
             }
-            v.to_string()
-        })
-        .collect();
+        }
+        new != Some(g)
+    });
     assert!(changed > 0, "the edit of {case} changed nothing");
-    std::fs::write(&file, out.join("\n") + "\n").unwrap();
     dir
 }
 

@@ -17,29 +17,15 @@ fn recording(case: &str) -> PathBuf {
 /// `Some(new)` replaced (an empty `new` leaves an empty line: the recording keeps its sequence
 /// of inputs whole, as a reader checks), in a temporary copy.
 fn edited(case: &str, container: &str, edit: impl Fn(&str) -> Option<String>) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    crate::support::files::copy_dir(&recording(case), dir.path());
-    let file = dir.path().join("logs").join(format!("{container}.0.jsonl"));
-    let text = std::fs::read_to_string(&file).unwrap();
-    let mut changed = 0;
-    let out: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let line = v["line"].as_str().unwrap().to_string();
-            let (stamp, content) = line.split_once(' ').unwrap();
-            match edit(content) {
-                None => l.to_string(),
-                Some(new) => {
-                    changed += 1;
-                    v["line"] = format!("{stamp} {new}").into();
-                    v.to_string()
-                }
-            }
-        })
-        .collect();
+    let file = format!("logs/{container}.0.jsonl");
+    let (dir, changed) = crate::support::files::copy_with_edited_lines(&recording(case), &file, |v| {
+        let line = v["line"].as_str().unwrap().to_string();
+        let (stamp, content) = line.split_once(' ').unwrap();
+        let Some(new) = edit(content) else { return false };
+        v["line"] = format!("{stamp} {new}").into();
+        true
+    });
     assert!(changed > 0, "the edit of {case}/{container} changed nothing");
-    std::fs::write(&file, out.join("\n") + "\n").unwrap();
     dir
 }
 
@@ -152,24 +138,14 @@ fn a_default_mode_ignored_for_mapped_items_fails() {
 /// The recording's `actions.jsonl` with `edit` applied to the exec result of the action whose
 /// exec is named `name`, in a temporary copy.
 fn edited_exec(case: &str, name: &str, edit: impl Fn(&mut serde_json::Value)) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    crate::support::files::copy_dir(&recording(case), dir.path());
-    let file = dir.path().join("actions.jsonl");
-    let text = std::fs::read_to_string(&file).unwrap();
-    let mut changed = 0;
-    let out: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            if v["exec"]["name"] == name {
-                edit(&mut v["exec"]);
-                changed += 1;
-            }
-            v.to_string()
-        })
-        .collect();
+    let (dir, changed) = crate::support::files::copy_with_edited_lines(&recording(case), "actions.jsonl", |v| {
+        let ours = v["exec"]["name"] == name;
+        if ours {
+            edit(&mut v["exec"]);
+        }
+        ours
+    });
     assert_eq!(changed, 1, "{case}: one exec `{name}`");
-    std::fs::write(&file, out.join("\n") + "\n").unwrap();
     dir
 }
 
