@@ -86,6 +86,18 @@ pub struct RunArgs {
     /// that it measures a node doing what a normal node does, not one busy with podlife.
     #[arg(long, default_value_t = defaults::STARTS_PER_NODE)]
     pub starts_per_node: usize,
+    /// API budget: watches open at once over the whole run (two per running case). A fleet
+    /// whose cases need more runs in batches of nodes, each node with all its cases at once.
+    #[arg(long, default_value_t = defaults::MAX_WATCHES, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(2..), |v| v as usize))]
+    pub max_watches: usize,
+    /// API budget: requests per second of case starts (each sends about 8); 0: unbounded. A
+    /// case's own steps are never delayed.
+    #[arg(long, default_value_t = defaults::MAX_REQUESTS_PER_SECOND)]
+    pub max_requests_per_second: u32,
+    /// API budget: pods starting at once across the cluster (0: unbounded), beside
+    /// --starts-per-node on each node.
+    #[arg(long, default_value_t = defaults::MAX_STARTING)]
+    pub max_starting: usize,
     /// Keep the namespaces of failed cases for debugging (`never` or `on-failure`).
     #[arg(long, value_enum, default_value_t = KeepNamespaces::Never)]
     pub keep_namespaces: KeepNamespaces,

@@ -97,6 +97,11 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         retries: args.retries,
         undecided_retries: args.undecided_retries,
         starts_per_node: args.starts_per_node,
+        budget: crate::run::budget::Budget {
+            watches: args.max_watches,
+            requests_per_second: args.max_requests_per_second,
+            starting: args.max_starting,
+        },
         durations,
         keep_on_failure: args.keep_namespaces == KeepNamespaces::OnFailure,
         replay: args.replay,

@@ -137,6 +137,9 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         if let Some(l) = load_line(summary) {
             crate::outln!("{l}");
         }
+        if let Some(l) = wall_line(summary) {
+            crate::outln!("{l}");
+        }
         // A retry that passed after a harness error stands, but the error is not hidden.
         for c in &summary.cases {
             if let Some(note) = crate::results::harness_error_note(c) {
@@ -158,6 +161,9 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
     if let Some(f) = &summary.fleet {
         // A fleet run is a certification of each node: the matrix, with or without the profile.
         crate::out!("{}", crate::results::stats::matrix_table(f));
+        if let Some(l) = crate::results::fleet::interrupted_nodes(summary) {
+            crate::outln!("{l}");
+        }
     } else if opts.certify {
         let node = match &summary.fingerprint.nodes[..] {
             [n] => format!(
@@ -186,6 +192,29 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         }
     }
     result
+}
+
+/// The run's wall time beside the plan's prediction (`wall 5m2s, predicted 4m30s (3 nodes at
+/// once, 1 batch)`): how far the plan can be trusted for the next, larger run.
+fn wall_line(summary: &RunSummary) -> Option<String> {
+    let p = summary.plan.as_ref()?;
+    let wall = summary.finished.duration_since(summary.started).as_secs_f64();
+    let fleet = if p.nodes > 0 {
+        format!(
+            " ({} node{} at once, {} batch{})",
+            p.nodes_at_once,
+            if p.nodes_at_once == 1 { "" } else { "s" },
+            p.batches,
+            if p.batches == 1 { "" } else { "es" }
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "wall {}, predicted {}{fleet}",
+        crate::util::fmt_secs(wall),
+        crate::util::fmt_secs(p.predicted_wall.as_secs_f64())
+    ))
 }
 
 /// The CPU each node used while the run's attempts ran (`node CPU while the cases ran: vm 1.21

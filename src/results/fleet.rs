@@ -270,3 +270,40 @@ fn pooled_case(copies: &[&CaseReport]) -> Option<CaseReport> {
         .collect();
     Some(out)
 }
+
+/// An interrupted `--each-node` run: which nodes finished every case (and so were certified, as
+/// conformant or not), and which were cut short or never started. `None` for other runs.
+pub fn interrupted_nodes(s: &RunSummary) -> Option<String> {
+    let f = s.fleet.as_ref().filter(|_| s.interrupted)?;
+    let (mut conformant, mut not_conformant, mut cut) = (vec![], vec![], vec![]);
+    for n in &f.nodes {
+        let mine: Vec<&CaseReport> = s
+            .cases
+            .iter()
+            .filter(|c| c.target_node.as_deref() == Some(n.node.as_str()))
+            .collect();
+        let unfinished = mine
+            .iter()
+            .filter(|c| matches!(c.status, CaseStatus::Interrupted | CaseStatus::NotRun))
+            .count();
+        use super::stats::AreaVerdict as V;
+        if unfinished > 0 {
+            cut.push(format!("{} ({unfinished} of {} cases unfinished)", n.node, mine.len()));
+        } else if n.areas.iter().any(|a| a.verdict == V::NotConformant) {
+            not_conformant.push(n.node.clone());
+        } else if n.areas.iter().all(|a| matches!(a.verdict, V::Conformant | V::Skipped)) {
+            conformant.push(n.node.clone());
+        } else {
+            cut.push(format!("{} (finished, some cases reached no verdict)", n.node));
+        }
+    }
+    let list = |v: &[String]| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+    Some(format!(
+        "interrupted: {} of {} nodes finished every case: conformant: {}; NOT CONFORMANT: {}; not certified: {}",
+        conformant.len() + not_conformant.len(),
+        f.nodes.len(),
+        list(&conformant),
+        list(&not_conformant),
+        list(&cut)
+    ))
+}

@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod fingerprint;
 pub mod fleet;
+pub mod plan;
 pub mod stats;
 
 use jiff::Timestamp;
@@ -265,6 +266,9 @@ pub struct RunSummary {
     /// `--each-node`: the node × area matrix, fingerprint groups and odd nodes out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<stats::Fleet>,
+    /// What the run planned before its first case (absent in summaries written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<plan::Plan>,
     pub cases: Vec<CaseReport>,
 }
 

@@ -1,6 +1,7 @@
 //! The runner (`run`): plan → preflight → execute cases concurrently (libtest-mimic threads)
 //! → judge → cleanup (always, Ctrl-C included) → reports.
 
+pub mod budget;
 pub mod bundle;
 pub mod case;
 pub mod health;

@@ -26,6 +26,9 @@ pub struct RunOptions {
     /// start slot from its pod's creation until the pod runs a container, ends, or
     /// [`START_HOLD`] passes: podlife's own start bursts must not load the node it measures.
     pub starts_per_node: usize,
+    /// What podlife may ask of the API server at once (`--max-watches`,
+    /// `--max-requests-per-second`, `--max-starting`); see `budget::Budget`.
+    pub budget: crate::run::budget::Budget,
     /// Typical case durations (`durations.tsv` beside the suites): the longest start first.
     pub durations: crate::suite::durations::Durations,
     pub keep_on_failure: bool,
@@ -74,6 +77,11 @@ pub mod defaults {
     pub const RETRIES: u32 = 0;
     pub const UNDECIDED_RETRIES: u32 = 2;
     pub const STARTS_PER_NODE: usize = 3;
+    /// See `budget::Budget`'s default for why these values.
+    use crate::results::plan::Budget;
+    pub const MAX_WATCHES: usize = Budget::DEFAULT.watches;
+    pub const MAX_REQUESTS_PER_SECOND: u32 = Budget::DEFAULT.requests_per_second;
+    pub const MAX_STARTING: usize = Budget::DEFAULT.starting;
     pub const REPEAT: u32 = 1;
 }
 
@@ -92,6 +100,7 @@ impl Default for RunOptions {
             retries: defaults::RETRIES,
             undecided_retries: defaults::UNDECIDED_RETRIES,
             starts_per_node: defaults::STARTS_PER_NODE,
+            budget: Default::default(),
             durations: Default::default(),
             keep_on_failure: false,
             replay: None,

@@ -53,23 +53,41 @@ impl Lanes {
     }
 
     /// Starts every lane: a task per node hands its cases, in order, to blocking threads as
-    /// slots free up (the cases block on their own runtime calls, as libtest threads do).
-    pub(super) fn start(self, rt: &tokio::runtime::Runtime, per_node: usize) {
-        for (_, jobs) in self.0 {
-            let slots = Arc::new(tokio::sync::Semaphore::new(per_node.max(1)));
-            rt.spawn(async move {
-                for job in jobs {
-                    let Ok(permit) = slots.clone().acquire_owned().await else {
-                        return;
-                    };
-                    tokio::task::spawn_blocking(move || {
-                        job();
-                        drop(permit);
-                    });
-                }
-            });
-        }
+    /// slots free up (the cases block on their own runtime calls, as libtest threads do). At
+    /// most `nodes_at_once` lanes run; the next (in node order) starts when one has finished all
+    /// its cases, so a fleet beyond the API budget runs in batches of whole nodes.
+    pub(super) fn start(self, rt: &tokio::runtime::Runtime, per_node: usize, nodes_at_once: usize) {
+        let per_node = per_node.max(1);
+        let places = Arc::new(tokio::sync::Semaphore::new(nodes_at_once.max(1)));
+        let lanes = self.0;
+        // One task hands out the places, so the lanes start in node order.
+        rt.spawn(async move {
+            for (_, jobs) in lanes {
+                let Ok(place) = places.clone().acquire_owned().await else {
+                    return;
+                };
+                tokio::spawn(lane(jobs, per_node, place));
+            }
+        });
     }
+}
+
+/// One node's lane: its cases in order, at most `per_node` at once; its place in the batch is
+/// given back once the last case is done.
+async fn lane(jobs: Vec<Job>, per_node: usize, place: tokio::sync::OwnedSemaphorePermit) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(per_node));
+    for job in jobs {
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        tokio::task::spawn_blocking(move || {
+            job();
+            drop(permit);
+        });
+    }
+    // Every slot back: the node's last case is done, its place goes to the next.
+    let _all = slots.acquire_many(per_node as u32).await;
+    drop(place);
 }
 
 /// `run --list`: the selected cases in libtest's `--list` format.

@@ -136,7 +136,9 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         vec![]
     };
     let per_case = fleet.len().max(1);
-    let threads = thread_count(opts, &fleet, &fingerprint, cases.len());
+    // Within the watch budget: a node's cases beyond it wait (with --each-node, whole nodes wait
+    // for a place in the batch instead; see `Budget::nodes_at_once`).
+    let threads = thread_count(opts, &fleet, &fingerprint, cases.len()).min(opts.budget.cases_at_once());
     // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
     // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
     let args = libtest_run_args(
@@ -147,23 +149,18 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
         },
     );
-    // Start slots: per node with --each-node, else shared by the Ready nodes the pods may land on.
-    let start_slots: BTreeMap<String, Arc<tokio::sync::Semaphore>> = if opts.starts_per_node == 0 {
-        BTreeMap::new()
-    } else {
-        fleet
-            .iter()
-            .map(|n| {
-                (
-                    n.name.clone(),
-                    Arc::new(tokio::sync::Semaphore::new(opts.starts_per_node)),
-                )
-            })
-            .collect()
-    };
-    if fleet.is_empty() && opts.starts_per_node > 0 {
+    // Start slots: per node with --each-node, else shared by the Ready nodes the pods may land
+    // on; and the cluster's, shared by every case of the run.
+    let semaphore = |n: usize| (n > 0).then(|| Arc::new(tokio::sync::Semaphore::new(n)));
+    env.starts.cluster = semaphore(opts.budget.starting);
+    env.pacer = super::budget::Pacer::new(opts.budget.requests_per_second);
+    let start_slots: BTreeMap<String, Option<Arc<tokio::sync::Semaphore>>> = fleet
+        .iter()
+        .map(|n| (n.name.clone(), semaphore(opts.starts_per_node)))
+        .collect();
+    if fleet.is_empty() {
         let ready = fingerprint.nodes.iter().filter(|n| n.ready).count().max(1);
-        env.starts = Some(Arc::new(tokio::sync::Semaphore::new(opts.starts_per_node * ready)));
+        env.starts.node = semaphore(opts.starts_per_node * ready);
     }
     let mut lanes = Lanes::default();
     // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
@@ -194,6 +191,11 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         })
         .collect();
     let mut trials = vec![];
+    // Per node (one entry without --each-node): the expected durations of the cases that run,
+    // in the order the lane runs them, and how many of them are only known by their timeout.
+    let mut expected: Vec<(Vec<Duration>, usize)> = vec![(vec![], 0); per_case];
+    // Each trial's node index and its place in that node's list (for the console's order).
+    let mut trial_at: Vec<(usize, Option<usize>)> = vec![];
     for (slot, (suite, case, node)) in work.into_iter().enumerate() {
         let node_name = node.as_ref().map(|n| n.name.clone());
         let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), server, &source);
@@ -205,12 +207,21 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             continue;
         }
         let runs = !args.is_ignored(&probe);
+        let node_index = if fleet.is_empty() { 0 } else { slot % per_case };
+        let mut place = None;
+        if runs {
+            let e = &mut expected[node_index];
+            let full = case.full_name();
+            place = Some(e.0.len());
+            e.0.push(opts.durations.expected(&full, case.timeout) * opts.repeat.max(1));
+            e.1 += usize::from(opts.durations.of(&full).is_none());
+        }
         let slots = slots.clone();
         let mut env = env.clone();
         if let Some(n) = &node {
             env.target = opts.target.on_node(n);
             env.node = Some(n.name.clone());
-            env.starts = start_slots.get(&n.name).cloned();
+            env.starts.node = start_slots.get(&n.name).cloned().flatten();
         }
         let suite_file = suite.path.display().to_string();
         let base = CaseReport {
@@ -303,6 +314,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         })
         .with_ignored_flag(ignored);
         trials.push(trial);
+        trial_at.push((node_index, place));
     }
     let nothing_selected = trials.is_empty();
     if nothing_selected {
@@ -311,7 +323,26 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             opts.filter.as_deref().unwrap_or_default()
         );
     }
-    lanes.start(rt, threads);
+    let (durations, by_timeout) = expected.iter().max_by_key(|e| e.0.len()).cloned().unwrap_or_default();
+    let plan = crate::results::plan::Plan::new(
+        &durations,
+        fleet.len(),
+        fleet_groups(&fleet, &fingerprint),
+        threads,
+        opts.budget,
+        by_timeout,
+    );
+    // A replay takes the time of reading its recordings, not the plan's.
+    let live = matches!(&*source, Source::Live(_));
+    if live && !opts.quiet && !opts.list && !nothing_selected {
+        for l in plan.lines() {
+            eprintln!("{l}");
+        }
+    }
+    if !fleet.is_empty() {
+        trials = console_order(trials, &trial_at, &expected, threads, plan.nodes_at_once);
+    }
+    lanes.start(rt, threads, plan.nodes_at_once);
     // The statuses decide the exit code, not libtest-mimic's conclusion. libtest-mimic's printer
     // panics when stdout is closed (`podlife run | head`); its trials run in a scoped pool, so
     // the panic only reaches us once every started case has finished and cleaned up: catch it,
@@ -395,6 +426,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         certification: stats::certify(&cases),
         upstream: stats::upstream(&cases, &opts.upstream_applicable),
         fleet: fleet_view,
+        plan: (live && !nothing_selected).then_some(plan),
         cases,
     };
     crate::results::fleet::fill_odd_nodes(&mut summary);
@@ -417,6 +449,45 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         interrupt,
         nothing_selected,
     }
+}
+
+/// Fingerprint groups among the nodes the cases run on (with `--each-node`), else among the
+/// cluster's Ready nodes.
+fn fleet_groups(fleet: &[NodeInfo], fingerprint: &Fingerprint) -> usize {
+    let nodes: Vec<&NodeInfo> = if fleet.is_empty() {
+        fingerprint.nodes.iter().filter(|n| n.ready).collect()
+    } else {
+        fleet.iter().collect()
+    };
+    nodes.iter().map(|n| n.group_key()).collect::<BTreeSet<_>>().len()
+}
+
+/// `--each-node`: the trials in the order their results are expected (libtest-mimic's few
+/// waiting threads print them in this order): by the node's batch, then by when the case ends
+/// in its node's schedule. In case order, a case's copy on a node of the last batch would hold
+/// back the printing of everything after it until the end of the run.
+fn console_order(
+    trials: Vec<libtest_mimic::Trial>,
+    at: &[(usize, Option<usize>)],
+    expected: &[(Vec<Duration>, usize)],
+    per_node: usize,
+    nodes_at_once: usize,
+) -> Vec<libtest_mimic::Trial> {
+    let ends: Vec<Vec<Duration>> = expected
+        .iter()
+        .map(|(d, _)| crate::results::plan::end_offsets(d, per_node))
+        .collect();
+    let mut keyed: Vec<((usize, Duration), libtest_mimic::Trial)> = trials
+        .into_iter()
+        .zip(at)
+        .map(|(t, &(node, place))| {
+            let end = place.and_then(|p| ends[node].get(p).copied()).unwrap_or_default();
+            ((node / nodes_at_once.max(1), end), t)
+        })
+        .collect();
+    // Stable: equal keys keep the case order.
+    keyed.sort_by_key(|(k, _)| *k);
+    keyed.into_iter().map(|(_, t)| t).collect()
 }
 
 /// The environment every case of the run shares (each case's copy then names its node).
@@ -443,7 +514,8 @@ fn case_env(
         record: None,
         node: None,
         api_health: None,
-        starts: None,
+        starts: Default::default(),
+        pacer: None,
     }
 }
 

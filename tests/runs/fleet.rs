@@ -652,3 +652,87 @@ fn node_pins_through_the_scheduler_by_hostname() {
         f.placed
     );
 }
+
+/// Each case's status and verdict outcomes, by its `suite::case@node` name.
+fn verdicts_by_case(out: &RunOutcome) -> std::collections::BTreeMap<String, (CaseStatus, Vec<String>)> {
+    out.summary
+        .cases
+        .iter()
+        .map(|c| {
+            let outcomes = c
+                .last()
+                .map(|a| a.verdicts.iter().map(|v| format!("{}:{:?}", v.id, v.outcome)).collect())
+                .unwrap_or_default();
+            (c.full_name(), (c.status, outcomes))
+        })
+        .collect()
+}
+
+#[test]
+fn a_fleet_beyond_the_watch_budget_runs_in_batches_of_whole_nodes_with_the_same_verdicts() {
+    // Within the default budget the three nodes run at once.
+    let e = env(fleet());
+    let all = run(&e, &opts(e.dir.path()));
+    let plan = all.summary.plan.clone().expect("a live run keeps its plan");
+    assert_eq!((plan.nodes, plan.cases, plan.nodes_at_once, plan.batches), (3, 2, 3, 1));
+
+    // Four watches are one node's two cases: one node at a time, in three batches, with no flag
+    // beyond the budget itself.
+    let e = env(fleet());
+    let mut o = opts(e.dir.path());
+    o.budget.watches = 4;
+    let batched = run(&e, &o);
+    let plan = batched.summary.plan.clone().unwrap();
+    assert_eq!((plan.nodes_at_once, plan.batches), (1, 3));
+    assert_eq!(verdicts_by_case(&batched), verdicts_by_case(&all));
+    assert!(verdicts_by_case(&all).values().any(|(s, _)| *s == CaseStatus::Failed));
+
+    // A node's pods are applied only once the node before it deleted both its namespaces: the
+    // lanes ran one after the other, in node order.
+    let f = e.fake.lock().unwrap();
+    let index = |needle: &str| {
+        f.requests
+            .iter()
+            .position(|r| r.starts_with(needle))
+            .unwrap_or_else(|| panic!("no request {needle}: {:#?}", f.requests))
+    };
+    let ns = |case: &str, node: &str| format!("podlife-fleetrun-{case}-{node}");
+    for (before, after) in [("node-a", "node-b"), ("node-b", "node-c")] {
+        let deleted = ["lifecycle-restart-never-success", "failures-restart-never-fail"]
+            .map(|c| index(&format!("DELETE /api/v1/namespaces/{}", ns(c, before))));
+        let applied = ["lifecycle-restart-never-success", "failures-restart-never-fail"]
+            .map(|c| index(&format!("PATCH /api/v1/namespaces/{}/pods", ns(c, after))));
+        assert!(
+            deleted.iter().max() < applied.iter().min(),
+            "{before} deleted at {deleted:?}, {after} applied at {applied:?}"
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_fleet_run_says_which_nodes_finished() {
+    // One node at a time; the run is cancelled once node-a's cases are done.
+    let e = env(fleet());
+    let mut o = opts(e.dir.path());
+    o.budget.watches = 4;
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    o.cancel = Some(rx);
+    let fake = e.fake.clone();
+    let canceller = std::thread::spawn(move || {
+        for _ in 0..600 {
+            if fake.lock().unwrap().namespace_deletes("podlife-fleetrun-") >= 2 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = tx.send(true);
+    });
+    let out = run(&e, &o);
+    canceller.join().unwrap();
+    let line = podlife::results::fleet::interrupted_nodes(&out.summary).expect("an interrupted fleet run");
+    assert!(
+        line.starts_with("interrupted: 1 of 3 nodes finished every case: conformant: node-a; NOT CONFORMANT: none; not certified: node-b ("),
+        "{line}"
+    );
+    assert!(line.contains("node-c (2 of 2 cases unfinished)"), "{line}");
+}

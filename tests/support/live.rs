@@ -88,6 +88,12 @@ pub fn run_options(reports: &Path) -> RunOptions {
         // Tests that retry undecided attempts or pace starts say so.
         undecided_retries: 0,
         starts_per_node: 0,
+        // Unpaced (the fake server needs no protection); tests of the budget set one.
+        budget: podlife::results::plan::Budget {
+            requests_per_second: 0,
+            starting: 0,
+            ..Default::default()
+        },
         durations: Default::default(),
         keep_on_failure: false,
         replay: None,

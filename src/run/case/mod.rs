@@ -60,9 +60,11 @@ pub struct CaseEnv {
     pub node: Option<String>,
     /// Live: when the API server took no new request (see `health`).
     pub api_health: Option<Arc<super::health::ApiHealth>>,
-    /// Start slots of the node this case's pod lands on (see `RunOptions::starts_per_node`);
-    /// `None`: unbounded.
-    pub starts: Option<Arc<tokio::sync::Semaphore>>,
+    /// Start slots of the node this case's pod lands on (see `RunOptions::starts_per_node`) and
+    /// of the cluster (`Budget::starting`).
+    pub starts: crate::run::budget::StartSlots,
+    /// Paces case starts within the budget's requests per second (`None`: unbounded).
+    pub pacer: Option<Arc<crate::run::budget::Pacer>>,
 }
 
 impl CaseEnv {
@@ -253,6 +255,15 @@ fn in_use_until(case: &LoadedCase, env: &CaseEnv) -> Timestamp {
 /// Cleanup runs on every path, including Ctrl-C, and deletes only a namespace this attempt
 /// created (by UID).
 pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, attempt_no: usize) -> Attempt {
+    // Within the budget's requests per second, before the case's clock starts: waiting for a
+    // turn is podlife's pacing, not the case's time.
+    if let Some(p) = &env.pacer {
+        let mut cancel = env.cancel.clone();
+        tokio::select! {
+            () = p.admit() => {}
+            _ = cancel.wait_for(|v| *v) => {}
+        }
+    }
     let started = Timestamp::now();
     let t0 = Instant::now();
     let ns = env.claim_namespace(case, attempt_no);

@@ -110,15 +110,16 @@ pub(super) async fn observe_case(
     }
     // A start slot of the node (see `RunOptions::starts_per_node`), held from the pod's
     // creation until it runs a container; taken before the case's clock starts.
-    let start_slot = match env.starts.clone() {
-        Some(slots) => tokio::select! {
-            p = slots.acquire_owned() => p.ok(),
+    let start_slot = if env.starts.is_unbounded() {
+        None
+    } else {
+        tokio::select! {
+            p = env.starts.acquire() => Some(p),
             _ = cancel.wait_for(|v| *v) => {
                 tasks.abort_all();
                 return Ok(interrupted(started, t0, Some(obs.finish())));
             }
-        },
-        None => None,
+        }
     };
     let deadline = crate::util::after(case.timeout);
     // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
@@ -549,7 +550,7 @@ struct Loop<'a> {
     /// How long the pod watch was down in total (closed gaps).
     pod_downtime: Duration,
     /// The node's start slot this case holds, and when it gives it up at the latest.
-    start_slot: Option<(tokio::sync::OwnedSemaphorePermit, Instant)>,
+    start_slot: Option<(crate::run::budget::StartPermit, Instant)>,
 }
 
 /// Sends one of our requests and records it as an action: `sent` before its last try (a
