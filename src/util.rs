@@ -252,3 +252,14 @@ pub fn hms(t: jiff::Timestamp) -> String {
     let ms = z.subsec_nanosecond() / 1_000_000;
     format!("{:02}:{:02}:{:02}.{:03}", z.hour(), z.minute(), z.second(), ms)
 }
+
+/// FNV-1a: a stable hash (unlike std's hasher), so a digest means the same in every run, with
+/// every Rust version, on every platform.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -83,7 +83,7 @@ fn passing_case_creates_applies_watches_follows_and_cleans_up() {
     assert!(a.cleanup.deleted && a.cleanup.leftover.is_none());
     // namespace, apply, log fetch(es), namespace delete: counted non-watch requests.
     assert!(a.api_requests >= 4, "{}", a.api_requests);
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     assert!(tl.logs.iter().any(|l| l.text == "exiting 0"), "log line followed");
     // Reports: JUnit parses back, the timeline file is readable by `podlife judge`.
     let xml = std::fs::read_to_string(out.report_dir.join("junit.xml")).unwrap();
@@ -267,7 +267,7 @@ fn node_and_runtime_class_are_injected_and_fingerprinted() {
         node: Some("fake-node".into()),
         node_selector: [("pool".to_string(), "runc".to_string())].into(),
         runtime_class: Some("gvisor".into()),
-        each_node: false,
+        ..Default::default()
     };
     let out = run(&e, &o, NEVER_SUCCESS).unwrap();
     assert_eq!(out.summary.cases[0].status, CaseStatus::Passed);
@@ -774,7 +774,7 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
         assert_eq!(one_by_one, 0, "{:#?}", f.requests);
     }
     // Our actions on the timeline, in order, and in the recording.
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let acts: Vec<String> = tl
         .actions
         .iter()
@@ -795,7 +795,7 @@ fn objects_are_applied_before_the_pod_in_the_case_namespace_and_replay() {
         "order: [{action: {action: apply}}, {action: {action: applyObject, occurrence: 3}}]",
     );
     let cases = suite(e.dir.path(), &wrong);
-    let verdicts = podlife::judge::judge_case(&cases[0].1.spec, tl);
+    let verdicts = podlife::judge::judge_case(&cases[0].1.spec, &tl);
     let order = verdicts.iter().find(|v| v.kind == "order").unwrap();
     assert_eq!(order.outcome, podlife::judge::Outcome::Fail, "{}", order.evidence);
     let rec = out.report_dir.join("recordings/mock__restart-never-success/attempt-1");
@@ -877,7 +877,7 @@ fn a_second_namespace_is_the_cases_own_and_goes_with_it() {
             assert!(deletes >= 1, "{n}: {:#?}", f.requests);
         }
         if !fail {
-            let acts: Vec<String> = (c.timeline.as_ref().unwrap().actions.iter())
+            let acts: Vec<String> = (c.timeline_in(&out.report_dir).unwrap().actions.iter())
                 .map(|a| format!("{:?} {}", a.kind, a.detail.as_deref().unwrap_or("")))
                 .collect();
             assert_eq!(
@@ -957,7 +957,7 @@ cases:
         );
         assert_eq!(put["metadata"]["resourceVersion"], "11", "the PUT carries what it read");
     }
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let acts: Vec<String> = tl
         .actions
         .iter()
@@ -1121,7 +1121,7 @@ fn a_delete_step_during_an_outage_is_retried() {
     let f = e.fake.lock().unwrap();
     assert!(f.refused >= 1, "no outage: {:#?}", f.requests);
     assert!(!f.delete_graces.is_empty(), "{:#?}", f.requests);
-    let tl = a.timeline.as_ref().or(c.timeline.as_ref()).expect("a timeline");
+    let tl = c.timeline_in(&out.report_dir).expect("a timeline");
     let del = tl
         .actions
         .iter()
@@ -1218,7 +1218,7 @@ fn exec_steps_record_their_output_and_exit_code_and_replay_judges_them() {
         );
         assert!(!q.contains("stdin=true"), "no stdin: {q}");
     }
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let r: Vec<_> = tl.actions.iter().filter_map(|a| a.exec.as_ref()).collect();
     assert_eq!(r.len(), 2);
     assert_eq!(
@@ -1307,7 +1307,7 @@ cases:
             .collect();
         assert_eq!(logs.len(), 2, "{:#?}", f.requests);
     }
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let protocols: Vec<Option<&str>> = (tl.actions.iter().filter_map(|a| a.exec.as_ref()))
         .map(|r| r.protocol.as_deref())
         .collect();
@@ -1392,7 +1392,7 @@ cases:
     };
     check(a);
     // The partial output of the stalled exec is kept as evidence.
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let stalled = tl
         .actions
         .iter()
@@ -1466,7 +1466,7 @@ cases:
             ]
         );
     }
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let acts: Vec<String> = tl
         .actions
         .iter()
@@ -1567,8 +1567,8 @@ fn pod_starts_are_paced_per_node() {
             .unwrap()
             .1
             .replace("name: restart-never-success", "name: second");
-    let first_start = |c: &podlife::results::CaseReport| {
-        let tl = c.timeline.as_ref().unwrap();
+    let first_start = |c: &podlife::results::CaseReport, dir: &std::path::Path| {
+        let tl = c.timeline_in(dir).unwrap();
         tl.snapshots
             .iter()
             .find(|s| {
@@ -1579,8 +1579,8 @@ fn pod_starts_are_paced_per_node() {
             .map(|s| s.received)
             .unwrap()
     };
-    let applied = |c: &podlife::results::CaseReport| {
-        let tl = c.timeline.as_ref().unwrap();
+    let applied = |c: &podlife::results::CaseReport, dir: &std::path::Path| {
+        let tl = c.timeline_in(dir).unwrap();
         tl.actions
             .iter()
             .find(|a| a.kind == podlife::observe::ActionKind::Apply)
@@ -1597,13 +1597,18 @@ fn pod_starts_are_paced_per_node() {
             assert_eq!(c.status, CaseStatus::Passed, "{:#?}", c.attempts);
         }
         let (a, b) = (&out.summary.cases[0], &out.summary.cases[1]);
-        let (first, second) = if applied(a) <= applied(b) { (a, b) } else { (b, a) };
+        let dir = &out.report_dir;
+        let (first, second) = if applied(a, dir) <= applied(b, dir) {
+            (a, b)
+        } else {
+            (b, a)
+        };
         assert_eq!(
-            applied(second) >= first_start(first),
+            applied(second, dir) >= first_start(first, dir),
             paced,
             "slots {slots}: second applied {} / first started {}",
-            applied(second),
-            first_start(first)
+            applied(second, dir),
+            first_start(first, dir)
         );
     }
 }
@@ -1622,13 +1627,7 @@ fn a_stalled_connection_of_podlifes_own_is_told_from_an_api_server_that_took_no_
     let gap_reasons = |e: &Env| -> Vec<String> {
         let out = run_bounded(e, &opts(e.dir.path()), &body, Duration::from_secs(120));
         let c = &out.summary.cases[0];
-        let tl = c
-            .last()
-            .unwrap()
-            .timeline
-            .as_ref()
-            .or(c.timeline.as_ref())
-            .expect("a timeline");
+        let tl = c.timeline_in(&out.report_dir).expect("a timeline");
         tl.gaps
             .iter()
             .filter(|g| g.source == podlife::observe::EvidenceSource::Api)
@@ -1846,7 +1845,7 @@ fn resize_steps_patch_and_update_the_resize_subresource() {
             "the rest as read"
         );
     }
-    let tl = c.timeline.as_ref().unwrap();
+    let tl = c.timeline_in(&out.report_dir).unwrap();
     let acts: Vec<String> = tl
         .actions
         .iter()

@@ -29,9 +29,9 @@ fn run(e: &Env, o: &RunOptions, body: &str) -> Result<RunOutcome, RunError> {
 }
 
 /// The one case's last attempt and timeline.
-fn only(out: &RunOutcome) -> (&Attempt, &Timeline) {
+fn only(out: &RunOutcome) -> (&Attempt, std::borrow::Cow<'_, Timeline>) {
     let c = &out.summary.cases[0];
-    (c.last().unwrap(), c.timeline.as_ref().expect("timeline"))
+    (c.last().unwrap(), c.timeline_in(&out.report_dir).expect("timeline"))
 }
 
 /// No verdict failed and the case did not error: the API's trouble is never the node's fault.
@@ -76,7 +76,7 @@ fn watches_ride_through_429_for_longer_than_4s() {
     let out = run(&e, &opts(e.dir.path()), NEVER_SUCCESS).unwrap();
     let (a, tl) = only(&out);
     never_failed_by_the_api(a);
-    pod_gap_closed(tl, "429");
+    pod_gap_closed(&tl, "429");
     // The pod ran and ended while the watches were refused: its state came back with the list.
     let kinds: Vec<_> = a.verdicts.iter().map(|v| (v.kind.as_str(), v.outcome)).collect();
     assert!(kinds.contains(&("phase", Outcome::Pass)), "{kinds:?}");
@@ -98,7 +98,7 @@ fn watches_ride_through_500s_for_longer_than_4s() {
     let out = run(&e, &opts(e.dir.path()), &body).unwrap();
     let (a, tl) = only(&out);
     never_failed_by_the_api(a);
-    pod_gap_closed(tl, "500");
+    pod_gap_closed(&tl, "500");
     assert_eq!(out.summary.cases[0].status, CaseStatus::Passed, "{:#?}", a.verdicts);
 }
 
@@ -173,7 +173,7 @@ fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
     never_failed_by_the_api(a);
     // Both watches were down and came back; the gaps say when.
     for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
-        let g = closed_gap(tl, source);
+        let g = closed_gap(&tl, source);
         // It spans the 5 s outage (delays only lengthen it) and closed when the watch came
         // back, before the pod's last version: not left open to the end of the case.
         let down = g.to.unwrap().duration_since(g.from.unwrap()).as_secs_f64();
@@ -185,7 +185,7 @@ fn an_api_outage_then_recovery_fails_nothing_and_is_recorded_as_gaps() {
         );
     }
     // The log follow broke at the outage and resumed: no tick lost, none twice, no log gap.
-    let got = ticks(tl);
+    let got = ticks(&tl);
     let want: Vec<u32> = (1..=got.len() as u32).collect();
     assert_eq!(got, want);
     assert!(got.len() >= 40, "{}", got.len());
@@ -266,7 +266,7 @@ fn a_410_gone_after_an_outage_relists_without_duplicates_or_losses() {
         assert_eq!(gone, ["events", "pods"], "both watches resumed into a 410");
     }
     for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
-        closed_gap(tl, source);
+        closed_gap(&tl, source);
     }
     // No snapshot twice (the re-list re-delivers what was seen: deduplicated by version).
     let versions: Vec<&str> = tl
@@ -281,7 +281,7 @@ fn a_410_gone_after_an_outage_relists_without_duplicates_or_losses() {
         .unwrap()
         .timeline();
     assert_eq!(
-        podlife::judge::phase_sequence(tl),
+        podlife::judge::phase_sequence(&tl),
         podlife::judge::phase_sequence(&recorded)
     );
     // Each recorded event object once: occurrences are counted by uid and count, not by delivery.
@@ -290,7 +290,7 @@ fn a_410_gone_after_an_outage_relists_without_duplicates_or_losses() {
         v.sort();
         v
     };
-    let seen = uids(tl);
+    let seen = uids(&tl);
     let mut dedup = seen.clone();
     dedup.dedup();
     assert_eq!(seen, dedup, "an event occurrence was recorded twice");
@@ -308,7 +308,7 @@ fn a_broken_watch_closes_its_gap_when_the_watch_restarts_not_at_the_next_change(
     let (a, tl) = only(&out);
     never_failed_by_the_api(a);
     for source in [EvidenceSource::PodWatch, EvidenceSource::Events] {
-        let g = closed_gap(tl, source.clone());
+        let g = closed_gap(&tl, source.clone());
         // Named as the client reported it: the watches' client (which reports their requests)
         // hands errors through unchanged.
         assert_eq!(
@@ -371,7 +371,7 @@ fn a_pod_deleted_while_a_410_forces_a_relist_is_reported_deleted() {
     assert_eq!(last.watch, "DELETED", "{:#?}", tl.snapshots.last());
     let deleted = tl.deleted.expect("the pod is known deleted");
     // Reported by the re-list, which closed the pod watch's gap.
-    let g = closed_gap(tl, EvidenceSource::PodWatch);
+    let g = closed_gap(&tl, EvidenceSource::PodWatch);
     assert!(deleted >= g.to.unwrap(), "{deleted} {}", g.describe());
     assert!(a.cleanup.deleted);
 }
@@ -387,7 +387,7 @@ fn a_log_stream_that_breaks_mid_line_resumes_without_loss_or_duplicates() {
     let out = run(&e, &opts(e.dir.path()), &body).unwrap();
     let (a, tl) = only(&out);
     assert_eq!(
-        ticks(tl),
+        ticks(&tl),
         recorded_ticks("sigterm-handled"),
         "every line once, none cut"
     );
@@ -420,7 +420,7 @@ fn a_log_line_with_invalid_utf8_does_not_stop_the_stream() {
     // The damaged line is kept, decoded lossily; every later line is there.
     let texts: Vec<&str> = tl.logs_of("main", None).map(|l| l.text.as_str()).collect();
     assert!(texts.contains(&"\u{FFFD}\u{FFFD}tick 1"), "{:?}", &texts[..3]);
-    assert_eq!(ticks(tl), recorded_ticks("sigterm-handled")[1..].to_vec());
+    assert_eq!(ticks(&tl), recorded_ticks("sigterm-handled")[1..].to_vec());
 }
 
 #[test]

@@ -90,8 +90,9 @@ pub struct RunArgs {
     /// whose cases need more runs in batches of nodes, each node with all its cases at once.
     #[arg(long, default_value_t = defaults::MAX_WATCHES, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(2..), |v| v as usize))]
     pub max_watches: usize,
-    /// API budget: requests per second of case starts (each sends about 8); 0: unbounded. A
-    /// case's own steps are never delayed.
+    /// API budget: requests per second of case starts (each sends 8: namespace, its readiness,
+    /// two watches with their lists, the apply); 0: unbounded. A case's own steps are never
+    /// delayed.
     #[arg(long, default_value_t = defaults::MAX_REQUESTS_PER_SECOND)]
     pub max_requests_per_second: u32,
     /// API budget: pods starting at once across the cluster (0: unbounded), beside
@@ -160,8 +161,14 @@ pub struct RunArgs {
     /// Fleet certification: run every selected case once on each node (Ready, not cordoned, no
     /// NoSchedule/NoExecute taint; --node-selector narrows the set), all nodes at once, and
     /// report a node × area matrix and the odd node out.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "each_group")]
     pub each_node: bool,
+    /// Group certification: nodes with the same fingerprint (kubelet, runtime and its handlers,
+    /// kernel, OS image, arch) form a group; run every selected case on K nodes sampled from each
+    /// group (default 1; a different sample each run), and take the rest as identical to them.
+    #[arg(long, value_name = "K", num_args = 0..=1, default_missing_value = "1", conflicts_with = "node",
+          value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u64).range(1..), |v| v as usize))]
+    pub each_group: Option<usize>,
     /// Add a nodeSelector to every case's pod (repeatable); with --each-node, choose the nodes.
     #[arg(long = "node-selector", value_name = "KEY=VALUE", value_parser = parse_image)]
     pub node_selector: Vec<(String, String)>,

@@ -126,7 +126,8 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
             node: args.node,
             node_selector: args.node_selector.into_iter().collect(),
             runtime_class: args.runtime_class,
-            each_node: args.each_node,
+            each_node: args.each_node || args.each_group.is_some(),
+            per_group: args.each_group,
         },
         panic_in_case: None,
         record: !args.no_record,
@@ -145,7 +146,7 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
     }
     if opts.replay.is_some() && !opts.target.is_empty() {
         eprintln!(
-            "error: --node, --node-selector, --runtime-class and --each-node pin pods on a live cluster; they do not apply to --replay (a replayed --each-node run replays each node)"
+            "error: --node, --node-selector, --runtime-class, --each-node and --each-group pin pods on a live cluster; they do not apply to --replay (a replayed --each-node run replays each node)"
         );
         return ExitCode::from(2);
     }

@@ -20,6 +20,10 @@ pub struct Target {
     /// the nodes), pinned to it by [`Target::on_node`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub each_node: bool,
+    /// `--each-group K`: like `each_node`, on K nodes sampled from each fingerprint group (see
+    /// `results::fleet::sample_groups`); the others are taken as identical to them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_group: Option<usize>,
 }
 
 impl Target {
@@ -39,6 +43,7 @@ impl Target {
     pub fn on_node(&self, node: &NodeInfo) -> Target {
         let mut t = Target {
             each_node: false,
+            per_group: None,
             ..self.clone()
         };
         match &node.hostname {

@@ -65,11 +65,7 @@ impl Verdict {
 /// A verdict's `id` for an expectation: its kind and a 64-bit FNV-1a digest of its definition
 /// as JSON (stable across Rust versions, unlike std's hasher).
 pub fn expectation_id(kind: &str, definition: &serde_json::Value) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in definition.to_string().bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{kind}:{h:016x}")
+    format!("{kind}:{:016x}", crate::util::fnv1a(definition.to_string().as_bytes()))
 }
 
 /// A fact a verdict rests on, beside its evidence text.

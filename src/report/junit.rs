@@ -31,7 +31,9 @@ pub fn suite_name(c: &CaseReport) -> String {
     }
 }
 
-pub fn junit_report(s: &RunSummary) -> Report {
+/// `dir`: the run's report folder, where the timelines of failed cases are read from (see
+/// `CaseReport::timeline_in`).
+pub fn junit_report(s: &RunSummary, dir: Option<&std::path::Path>) -> Report {
     let mut report = Report::new("podlife");
     report.set_timestamp(ts(s.started));
     report.set_time(dur(s.finished.duration_since(s.started).as_secs_f64()));
@@ -57,6 +59,16 @@ pub fn junit_report(s: &RunSummary) -> Report {
                         ts_.add_property((k.as_str(), v.as_str()));
                     }
                 }
+                // `--each-group`: the nodes this node's verdicts also cover.
+                if let Some(g) = s
+                    .fleet
+                    .iter()
+                    .flat_map(|f| &f.groups)
+                    .find(|g| g.nodes.iter().any(|x| x == n))
+                    && !g.identical.is_empty()
+                {
+                    ts_.add_property(("takenAsIdentical", g.identical.join(",").as_str()));
+                }
                 // The node's row of the node × area matrix.
                 if let Some(row) = s.fleet.iter().flat_map(|f| &f.nodes).find(|r| r.node == n) {
                     for a in &row.areas {
@@ -74,7 +86,7 @@ pub fn junit_report(s: &RunSummary) -> Report {
             }
         }
         for c in cases {
-            ts_.add_test_case(test_case(c));
+            ts_.add_test_case(test_case(c, dir));
         }
         report.add_test_suite(ts_);
     }
@@ -91,7 +103,7 @@ fn dur(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
-fn test_case(c: &CaseReport) -> TestCase {
+fn test_case(c: &CaseReport, dir: Option<&std::path::Path>) -> TestCase {
     let last = c.last();
     let status = match c.status {
         CaseStatus::Passed => {
@@ -185,7 +197,7 @@ fn test_case(c: &CaseReport) -> TestCase {
     for u in &c.upstream {
         tc.add_property(("upstream", u.as_str()));
     }
-    tc.set_system_out(system_out(c));
+    tc.set_system_out(system_out(c, dir));
     tc
 }
 
@@ -203,7 +215,7 @@ fn rerun(a: &Attempt) -> TestRerun {
 }
 
 /// Evidence for every verdict; on failure also the pod's events and each container's log tail.
-pub fn system_out(c: &CaseReport) -> String {
+pub fn system_out(c: &CaseReport, dir: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     if !c.description.is_empty() {
         out.push_str(&format!("{}\n", c.description));
@@ -219,8 +231,12 @@ pub fn system_out(c: &CaseReport) -> String {
         }
     }
     let failed = !matches!(c.status, CaseStatus::Passed | CaseStatus::Ignored);
-    if failed && let Some(tl) = &c.timeline {
-        out.push_str(&collected(tl));
+    let tl = match dir {
+        Some(d) => c.timeline_in(d),
+        None => c.timeline.as_ref().map(std::borrow::Cow::Borrowed),
+    };
+    if failed && let Some(tl) = tl {
+        out.push_str(&collected(&tl));
     }
     out
 }

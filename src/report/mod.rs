@@ -51,7 +51,7 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &RunSummary) -> Resu
             write(&path, json)?;
         }
     }
-    let xml = junit::junit_report(summary)
+    let xml = junit::junit_report(summary, Some(dir))
         .to_string()
         .map_err(|e| other(&dir.join("junit.xml"), &e))?;
     write(&dir.join("junit.xml"), &xml)?;
@@ -63,10 +63,21 @@ pub fn write_all(dir: &Path, junit: Option<&Path>, summary: &RunSummary) -> Resu
         write(p, &xml)?;
         paths.push(p.display().to_string());
     }
-    let json = serde_json::to_string_pretty(summary).map_err(|e| other(&dir.join("summary.json"), &e))?;
-    write(&dir.join("summary.json"), json)?;
+    // Streamed to the files: a fleet run's summary and page are large, and need not be held whole.
+    let streamed = |name: &str, f: &dyn Fn(&mut dyn std::io::Write) -> std::io::Result<()>| {
+        let path = dir.join(name);
+        let io = |source| WriteError {
+            path: path.clone(),
+            source,
+        };
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?);
+        f(&mut w).and_then(|()| std::io::Write::flush(&mut w)).map_err(io)
+    };
+    streamed("summary.json", &|w| {
+        serde_json::to_writer_pretty(w, summary).map_err(std::io::Error::other)
+    })?;
     paths.push(dir.join("summary.json").display().to_string());
-    write(&dir.join("index.html"), html::render(summary))?;
+    streamed("index.html", &|w| html::write_page(summary, Some(dir), w))?;
     paths.push(dir.join("index.html").display().to_string());
     paths.push(dir.join("timelines").display().to_string() + "/");
     Ok(paths)

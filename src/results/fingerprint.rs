@@ -88,6 +88,13 @@ pub struct Fingerprint {
     /// `--each-node`: every case ran once on each node of `nodes`, pinned to it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub each_node: bool,
+    /// `--each-group K`: how many nodes of each fingerprint group ran the cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_group: Option<usize>,
+    /// `--each-group`: the nodes that did not run, taken as identical to the sampled nodes of
+    /// their group (same fingerprint). Their verdicts are their group's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identical: Vec<NodeInfo>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]

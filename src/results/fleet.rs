@@ -307,3 +307,23 @@ pub fn interrupted_nodes(s: &RunSummary) -> Option<String> {
         list(&cut)
     ))
 }
+
+/// `--each-group K`: keeps K nodes of each fingerprint group in `fp.nodes` and moves the rest to
+/// `fp.identical`. The K are the first by a digest of the run id and the node's name: each run
+/// samples afresh (over runs every node of a group gets its turn), and a run's sample follows
+/// from its id.
+pub fn sample_groups(fp: &mut crate::results::Fingerprint, k: usize, run_id: &str) {
+    let mut groups: BTreeMap<String, Vec<crate::results::NodeInfo>> = BTreeMap::new();
+    for n in std::mem::take(&mut fp.nodes) {
+        groups.entry(n.group_key()).or_default().push(n);
+    }
+    for (_, mut nodes) in groups {
+        nodes.sort_by_key(|n| crate::util::fnv1a(format!("{run_id}/{}", n.name).as_bytes()));
+        let rest = nodes.split_off(k.max(1).min(nodes.len()));
+        fp.nodes.extend(nodes);
+        fp.identical.extend(rest);
+    }
+    fp.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    fp.identical.sort_by(|a, b| a.name.cmp(&b.name));
+    fp.per_group = Some(k.max(1));
+}

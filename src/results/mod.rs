@@ -204,6 +204,17 @@ pub struct CaseReport {
 }
 
 impl CaseReport {
+    /// The case's timeline: held in memory, else read from `timeline_file` under the run's
+    /// report folder `dir` (a live run writes it there once the case is judged, so that memory
+    /// grows with the cases in flight, not with the run). `None` when there is neither.
+    pub fn timeline_in(&self, dir: &std::path::Path) -> Option<std::borrow::Cow<'_, Timeline>> {
+        if let Some(t) = &self.timeline {
+            return Some(std::borrow::Cow::Borrowed(t));
+        }
+        let text = std::fs::read_to_string(dir.join(self.timeline_file.as_ref()?)).ok()?;
+        serde_json::from_str(&text).ok().map(std::borrow::Cow::Owned)
+    }
+
     /// `suite::case`, or `suite::case@node` for an `--each-node` copy.
     pub fn full_name(&self) -> String {
         case_id(&self.suite, &self.case, self.target_node.as_deref())

@@ -438,6 +438,13 @@ pub struct FleetGroup {
     /// `kubelet v1.36.2 · containerd://2.1.9 · handlers [default] · kernel 6.18 · Debian · amd64`.
     pub fingerprint: String,
     pub nodes: Vec<String>,
+    /// `--each-group`: the group's nodes that did not run, taken as identical to `nodes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identical: Vec<String>,
+    /// `--each-group`: the group's row of the group × area matrix: per area the worst verdict
+    /// of the nodes that ran (it covers `identical` too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub areas: Vec<AreaResult>,
 }
 
 /// A node whose verdicts or timings differ from the rest of its fingerprint group.
@@ -499,6 +506,8 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::results::Fingerprint) -> Option<F
                 groups.push(FleetGroup {
                     fingerprint: key,
                     nodes: vec![],
+                    identical: vec![],
+                    areas: vec![],
                 });
                 groups.len() - 1
             }
@@ -525,6 +534,17 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::results::Fingerprint) -> Option<F
             areas,
         });
     }
+    if fp.per_group.is_some() {
+        for n in &fp.identical {
+            if let Some(g) = groups.iter_mut().find(|g| g.fingerprint == n.group_key()) {
+                g.identical.push(n.name.clone());
+            }
+        }
+        for (i, g) in groups.iter_mut().enumerate() {
+            let rows: Vec<&NodeCertification> = nodes.iter().filter(|n| n.group == i).collect();
+            g.areas = group_areas(&rows);
+        }
+    }
     Some(Fleet {
         nodes,
         groups,
@@ -532,9 +552,47 @@ pub fn fleet(cases: &[CaseReport], fp: &crate::results::Fingerprint) -> Option<F
     })
 }
 
+/// A group's area verdicts: per area the worst of its nodes' (not conformant, then undecided,
+/// then conformant, then skipped), with their counts summed and the failing cases named per node.
+fn group_areas(rows: &[&NodeCertification]) -> Vec<AreaResult> {
+    let rank = |v: AreaVerdict| match v {
+        AreaVerdict::NotConformant => 3,
+        AreaVerdict::Undecided => 2,
+        AreaVerdict::Conformant => 1,
+        AreaVerdict::Skipped => 0,
+    };
+    let Some(first) = rows.first() else { return vec![] };
+    let mut out: Vec<AreaResult> = first.areas.iter().map(|a| AreaResult::empty(a.area.clone())).collect();
+    for (i, acc) in out.iter_mut().enumerate() {
+        for r in rows {
+            let Some(a) = r.areas.get(i) else { continue };
+            // An empty area starts skipped, the lowest rank: the first node's verdict replaces it.
+            if rank(a.verdict) > rank(acc.verdict) {
+                acc.verdict = a.verdict;
+            }
+            acc.passed += a.passed;
+            acc.failed += a.failed;
+            acc.skipped += a.skipped;
+            acc.undecided += a.undecided;
+            acc.failing.extend(a.failing.iter().cloned());
+            acc.undecided_cases.extend(a.undecided_cases.iter().cloned());
+            acc.flaky_cases.extend(a.flaky_cases.iter().cloned());
+            for s in &a.skip_reasons {
+                if !acc.skip_reasons.contains(s) {
+                    acc.skip_reasons.push(s.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The node × area matrix for the console: one row per node with its fingerprint beside it,
 /// one column per area; then what failed or stayed undecided, per node, and the odd nodes out.
 pub fn matrix_table(f: &Fleet) -> String {
+    if f.groups.iter().any(|g| !g.areas.is_empty()) {
+        return group_table(f) + &node_findings(f);
+    }
     let areas: Vec<&str> = f
         .nodes
         .first()
@@ -591,6 +649,60 @@ pub fn matrix_table(f: &Fleet) -> String {
             g.nodes.join(", ")
         ));
     }
+    out + &node_findings(f)
+}
+
+/// `--each-group`: the group × area matrix, each group with the nodes that ran its cases and
+/// those taken as identical to them.
+fn group_table(f: &Fleet) -> String {
+    let areas: Vec<&str> = f
+        .groups
+        .first()
+        .map(|g| g.areas.iter().map(|a| a.area.as_str()).collect())
+        .unwrap_or_default();
+    let ran = |g: &FleetGroup| g.nodes.join(", ");
+    let identical = |g: &FleetGroup| {
+        if g.identical.is_empty() {
+            "-".to_string()
+        } else {
+            g.identical.join(", ")
+        }
+    };
+    let rw = f.groups.iter().map(|g| ran(g).len()).max().unwrap_or(3).max(3);
+    let iw = f.groups.iter().map(|g| identical(g).len()).max().unwrap_or(17).max(17);
+    let covered: usize = f.groups.iter().map(|g| g.nodes.len() + g.identical.len()).sum();
+    let mut out = format!(
+        "certification of {} fingerprint group{} covering {covered} node{} (group × area):\n",
+        f.groups.len(),
+        if f.groups.len() == 1 { "" } else { "s" },
+        if covered == 1 { "" } else { "s" }
+    );
+    out.push_str(&format!(
+        "  {:<5} {:<rw$} {:<iw$}",
+        "group", "ran", "taken as identical"
+    ));
+    for a in &areas {
+        out.push_str(&format!(" {:<w$}", a, w = a.len().max(14)));
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    for (i, g) in f.groups.iter().enumerate() {
+        out.push_str(&format!("  {:<5} {:<rw$} {:<iw$}", i + 1, ran(g), identical(g)));
+        for (a, w) in g.areas.iter().zip(&areas) {
+            out.push_str(&format!(" {:<w$}", a.verdict.as_str(), w = w.len().max(14)));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    for (i, g) in f.groups.iter().enumerate() {
+        out.push_str(&format!("  group {}: {}\n", i + 1, g.fingerprint));
+    }
+    out
+}
+
+/// Per node what failed or stayed undecided, then the odd nodes out.
+fn node_findings(f: &Fleet) -> String {
+    let mut out = String::new();
     for n in &f.nodes {
         for a in &n.areas {
             if !a.failing.is_empty() {

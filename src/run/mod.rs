@@ -288,6 +288,19 @@ pub fn run_live(
             i = interrupts.next() => Err(RunError::Interrupted(i)),
         }
     })?;
+    let mut fp = fp;
+    if let Some(k) = opts.target.per_group {
+        crate::results::fleet::sample_groups(&mut fp, k, &run_id);
+        if !fp.identical.is_empty() {
+            let names: Vec<&str> = fp.identical.iter().map(|n| n.name.as_str()).collect();
+            fp.node_target = Some(format!(
+                "{}; {} per fingerprint group run, taken as identical to them: {}",
+                fp.node_target.as_deref().unwrap_or("each group"),
+                k,
+                names.join(", ")
+            ));
+        }
+    }
     Ok(execute(Execution {
         opts,
         cases,

@@ -191,6 +191,8 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         })
         .collect();
     let mut trials = vec![];
+    // Where judged cases' timelines go (see `spill_timeline`).
+    let spill_dir = Arc::new(opts.reports_dir.join(&run_id));
     // Per node (one entry without --each-node): the expected durations of the cases that run,
     // in the order the lane runs them, and how many of them are only known by their timeout.
     let mut expected: Vec<(Vec<Duration>, usize)> = vec![(vec![], 0); per_case];
@@ -288,8 +290,10 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
             _ => Box::new(job),
         };
+        let spill = spill_dir.clone();
         let trial = libtest_mimic::Trial::ignorable_test(name, move || {
-            let report = job();
+            let mut report = job();
+            spill_timeline(&spill, &mut report);
             // Evidence quotes logs and recordings: printed, it must not drive the terminal.
             let message = crate::util::printable_lines(&failure_message(&report));
             let status = report.status;
@@ -324,7 +328,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         );
     }
     let (durations, by_timeout) = expected.iter().max_by_key(|e| e.0.len()).cloned().unwrap_or_default();
-    let plan = crate::results::plan::Plan::new(
+    let mut plan = crate::results::plan::Plan::new(
         &durations,
         fleet.len(),
         fleet_groups(&fleet, &fingerprint),
@@ -332,6 +336,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         opts.budget,
         by_timeout,
     );
+    plan.identical = fingerprint.identical.len();
     // A replay takes the time of reading its recordings, not the plan's.
     let live = matches!(&*source, Source::Live(_));
     if live && !opts.quiet && !opts.list && !nothing_selected {
@@ -448,6 +453,32 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         report_dir,
         interrupt,
         nothing_selected,
+    }
+}
+
+/// Writes a judged case's timeline where the reports publish it (`timelines/` of the run's report
+/// folder) and drops it from memory, so that a run holds the timelines of its cases in flight,
+/// not of all its cases (a fleet run has thousands). The reports read it back one at a time
+/// (`CaseReport::timeline_in`). A timeline that cannot be written stays in memory, and the
+/// reports write it with the rest.
+fn spill_timeline(dir: &std::path::Path, report: &mut CaseReport) {
+    let Some(tl) = &mut report.timeline else {
+        return;
+    };
+    // Named as the summary names it (a bundle's members, not the folder it was unpacked into).
+    if let std::borrow::Cow::Owned(s) = crate::util::relabel(&tl.source) {
+        tl.source = s;
+    }
+    let tl = &*tl;
+    let rel = crate::results::timeline_file(&report.suite, &report.case, report.target_node.as_deref());
+    let path = dir.join(&rel);
+    let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
+        let f = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        serde_json::to_writer_pretty(f, tl).map_err(std::io::Error::other)
+    });
+    if written.is_ok() {
+        report.timeline = None;
+        report.timeline_file = Some(rel);
     }
 }
 
@@ -655,7 +686,7 @@ fn collect_reports(
     cases.sort_by(|a, b| (a.suite.as_str(), a.case.as_str()).cmp(&(b.suite.as_str(), b.case.as_str())));
     // Where each case's timeline is published: part of the results, so the reporters only read.
     for c in &mut cases {
-        if c.timeline.is_some() {
+        if c.timeline.is_some() && c.timeline_file.is_none() {
             c.timeline_file = Some(crate::results::timeline_file(
                 &c.suite,
                 &c.case,
@@ -802,6 +833,10 @@ impl TrialPlan {
         }
         report.measurements = stats::measure_stats(&ends);
         report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+        // Earlier attempts are judged and recorded: their timelines are no longer needed.
+        for a in &mut report.attempts {
+            a.timeline = None;
+        }
         report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
         report
     }

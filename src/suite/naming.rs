@@ -86,15 +86,7 @@ fn hashed(full: &str, identity: &str) -> String {
     format!("{}-{h}", prefix.trim_end_matches('-'))
 }
 
-/// FNV-1a: a stable hash, so a name means the same in every run and on every platform.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+use crate::util::fnv1a;
 
 /// One error per case whose namespace stem another case already has (`a-b` + `c` and `a` +
 /// `b-c` both give `a-b-c`): such cases would delete each other's namespaces.

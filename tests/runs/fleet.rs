@@ -736,3 +736,79 @@ fn an_interrupted_fleet_run_says_which_nodes_finished() {
     );
     assert!(line.contains("node-c (2 of 2 cases unfinished)"), "{line}");
 }
+
+#[test]
+fn each_group_runs_k_nodes_per_fingerprint_group_and_names_the_ones_taken_as_identical() {
+    // node-a, node-b and node-e share a fingerprint; node-c has a newer containerd.
+    let mut nodes = fleet();
+    nodes.push(FakeNode::new("node-e"));
+    for (k, ran) in [(1usize, 2usize), (2, 3)] {
+        let e = env(nodes.clone());
+        let mut o = opts(e.dir.path());
+        o.target.per_group = Some(k);
+        let out = run(&e, &o);
+        let s = &out.summary;
+        let fp = &s.fingerprint;
+        assert_eq!(fp.per_group, Some(k));
+        assert_eq!(fp.nodes.len(), ran, "K={k}: {:?}", fp.nodes);
+        assert_eq!(
+            fp.nodes.len() + fp.identical.len(),
+            4,
+            "every schedulable node is covered"
+        );
+        assert!(
+            fp.nodes.iter().any(|n| n.name == "node-c"),
+            "a group of one always runs"
+        );
+        // Only the sampled nodes ran the cases.
+        let ran_on: std::collections::BTreeSet<String> = e
+            .fake
+            .lock()
+            .unwrap()
+            .placed
+            .iter()
+            .filter_map(|(_, _, n)| n.clone())
+            .collect();
+        let sampled: std::collections::BTreeSet<String> = fp.nodes.iter().map(|n| n.name.clone()).collect();
+        assert_eq!(ran_on, sampled);
+        // The group × area matrix: each group with what ran and what it covers.
+        let f = s.fleet.as_ref().unwrap();
+        let big = f
+            .groups
+            .iter()
+            .find(|g| g.nodes.len() + g.identical.len() == 3)
+            .unwrap();
+        assert_eq!((big.nodes.len(), big.identical.len()), (k, 3 - k));
+        assert!(f.groups.iter().all(|g| !g.areas.is_empty()));
+        let table = podlife::results::stats::matrix_table(f);
+        assert!(table.contains("(group × area)"), "{table}");
+        assert!(table.contains(&big.identical.join(", ")), "{table}");
+        let plan = s.plan.as_ref().unwrap();
+        assert_eq!(plan.identical, 4 - ran);
+    }
+}
+
+#[test]
+fn a_group_sample_is_fixed_by_the_run_id_and_changes_with_it() {
+    let node = |name: &str| podlife::results::NodeInfo {
+        name: name.into(),
+        ready: true,
+        kubelet_version: "v1.36.2".into(),
+        container_runtime_version: "containerd://2.1.9".into(),
+        ..Default::default()
+    };
+    let sample = |run: &str| {
+        let mut fp = podlife::results::Fingerprint {
+            nodes: (0..10).map(|i| node(&format!("w{i}"))).collect(),
+            each_node: true,
+            ..Default::default()
+        };
+        podlife::results::fleet::sample_groups(&mut fp, 2, run);
+        assert_eq!((fp.nodes.len(), fp.identical.len()), (2, 8));
+        fp.nodes.into_iter().map(|n| n.name).collect::<Vec<_>>()
+    };
+    assert_eq!(sample("run1"), sample("run1"));
+    let seen: std::collections::BTreeSet<Vec<String>> =
+        ["r1", "r2", "r3", "r4", "r5"].iter().map(|r| sample(r)).collect();
+    assert!(seen.len() > 1, "every run samples the same nodes: {seen:?}");
+}

@@ -10,6 +10,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod capacity;
 mod clean;
 mod diff_and_repeat;
 mod diff_live_runs;

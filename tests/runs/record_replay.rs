@@ -163,12 +163,12 @@ fn replay_of_a_recorded_run_reproduces_every_verdict_and_timeline() {
     assert_same_verdicts(&live.summary, &replayed.summary);
     assert_eq!(replayed.summary.fingerprint.nodes, live.summary.fingerprint.nodes);
     for (a, b) in live.summary.cases.iter().zip(&replayed.summary.cases) {
-        let (Some(ta), Some(tb)) = (&a.timeline, &b.timeline) else {
+        let (Some(ta), Some(tb)) = (a.timeline_in(&live.report_dir), b.timeline_in(&replayed.report_dir)) else {
             panic!("{}: a timeline is missing", a.full_name());
         };
         assert_eq!(
-            timeline_json(ta),
-            timeline_json(tb),
+            timeline_json(&ta),
+            timeline_json(&tb),
             "{}: timeline differs",
             a.full_name()
         );

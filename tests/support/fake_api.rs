@@ -372,7 +372,8 @@ fn load_script(dir: &Path) -> Script {
 
 #[derive(Debug)]
 struct PodRun {
-    script: Script,
+    /// Shared by every pod made from the same recording (see `FakeState::scripts`).
+    script: Arc<Script>,
     namespace: String,
     applied: Instant,
     deleted: Option<Instant>,
@@ -614,7 +615,14 @@ pub struct FakeState {
     burst_until: BTreeMap<(String, u16), Instant>,
     log_follows: BTreeMap<String, usize>,
     pod_watches: usize,
-    recordings: PathBuf,
+    /// Pod and Event watches open now, and the most that were open at once.
+    pub open_watches: usize,
+    pub peak_watches: usize,
+    /// How often an open watch looks for versions that became due (default 20 ms).
+    pub watch_poll: Option<Duration>,
+    /// Each recording read once, however many pods (a fleet's copies) replay it.
+    scripts: BTreeMap<PathBuf, Arc<Script>>,
+    pub recordings: PathBuf,
     namespaces: BTreeMap<String, Ns>,
     pods: BTreeMap<(String, String), PodRun>,
 }
@@ -1044,7 +1052,11 @@ async fn route(req: Request<Body>, st: Arc<Mutex<FakeState>>) -> Response<RespBo
                 return status(500, "InternalError", "etcdserver: request timed out");
             }
             let dir = s.recordings.join(name);
-            let script = load_script(&dir);
+            let script = s
+                .scripts
+                .entry(dir.clone())
+                .or_insert_with(|| Arc::new(load_script(&dir)))
+                .clone();
             // Where the scheduler (or nodeName) puts it: unpinned pods go to the first node.
             let pinned = body
                 .pointer("/spec/nodeSelector/kubernetes.io~1hostname")
@@ -1483,10 +1495,7 @@ async fn items(
             s.requests.push(format!("ANSWERED the delayed list of pods in {ns}"));
         }
         let now = Instant::now();
-        let due: Vec<_> = select_for(&s, ns, kind)
-            .into_iter()
-            .filter(|(d, _)| d.is_some_and(|d| d <= now))
-            .collect();
+        let due: Vec<_> = select_for(&s, ns, kind, |d, _| d.is_some_and(|d| d <= now));
         let rv = due.iter().map(|(_, i)| i.rv).max().unwrap_or(1);
         let mut latest: BTreeMap<String, (u64, Value, bool)> = BTreeMap::new();
         for (_, i) in &due {
@@ -1531,7 +1540,23 @@ async fn items(
     let st = st.clone();
     let ns = ns.to_string();
     let opened = Instant::now();
+    let poll = {
+        let mut s = st.lock().unwrap();
+        s.open_watches += 1;
+        s.peak_watches = s.peak_watches.max(s.open_watches);
+        s.watch_poll.unwrap_or(Duration::from_millis(20))
+    };
     tokio::spawn(async move {
+        // Counts the watch closed however the task ends.
+        struct Open(Arc<Mutex<FakeState>>);
+        impl Drop for Open {
+            fn drop(&mut self) {
+                if let Ok(mut s) = self.0.lock() {
+                    s.open_watches -= 1;
+                }
+            }
+        }
+        let _open = Open(st.clone());
         let mut sent: BTreeSet<u64> = BTreeSet::new();
         let mut count = 0usize;
         loop {
@@ -1543,11 +1568,12 @@ async fn items(
                     let _ = tx.unbounded_send(broken());
                     return;
                 }
-                let mut v: Vec<_> = select_for(&s, &ns, kind)
-                    .into_iter()
-                    .filter(|(d, i)| d.is_some_and(|d| d <= now) && !sent.contains(&i.rv) && i.rv > from_rv)
-                    .map(|(_, i)| i)
-                    .collect();
+                let mut v: Vec<_> = select_for(&s, &ns, kind, |d, rv| {
+                    d.is_some_and(|d| d <= now) && !sent.contains(&rv) && rv > from_rv
+                })
+                .into_iter()
+                .map(|(_, i)| i)
+                .collect();
                 v.sort_by_key(|i| i.rv);
                 v
             };
@@ -1567,18 +1593,27 @@ async fn items(
             if tx.is_closed() {
                 return;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(poll).await;
         }
     });
     resp
 }
 
 /// Like `select` in `items`, for the streaming task (which does not borrow the request).
-fn select_for(s: &FakeState, ns: &str, kind: Kind) -> Vec<(Option<Instant>, Item)> {
+///
+/// Only the items `keep` accepts (by due time and resourceVersion) are copied and localized: a
+/// fleet's watches poll often, and most items are not due or already sent.
+fn select_for(
+    s: &FakeState,
+    ns: &str,
+    kind: Kind,
+    keep: impl Fn(Option<Instant>, u64) -> bool,
+) -> Vec<(Option<Instant>, Item)> {
     let mut out = vec![];
-    for ((pns, _), run) in &s.pods {
+    let from = (ns.to_string(), String::new());
+    for ((pns, _), run) in s.pods.range(from..) {
         if pns != ns {
-            continue;
+            break;
         }
         let extra: &[Item] = if kind == Kind::Pods { &run.extra } else { &[] };
         let list = if kind == Kind::Pods {
@@ -1588,9 +1623,12 @@ fn select_for(s: &FakeState, ns: &str, kind: Kind) -> Vec<(Option<Instant>, Item
         };
         let lag = if kind == Kind::Pods { s.pod_watch_lag } else { None };
         for i in list.iter().chain(extra) {
+            let due = run.due(i.offset, i.after_delete).map(|d| d + lag.unwrap_or_default());
+            if !keep(due, i.rv) {
+                continue;
+            }
             let mut i = i.clone();
             i.object = run.localize(&i.object);
-            let due = run.due(i.offset, i.after_delete).map(|d| d + lag.unwrap_or_default());
             out.push((due, i));
         }
     }

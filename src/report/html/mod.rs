@@ -56,34 +56,44 @@ fn t(s: &str) -> Text<'_> {
 
 /// Renders the whole page. Deterministic: the same summary gives the same bytes.
 pub fn render(s: &RunSummary) -> String {
+    let mut out = vec![];
+    write_page(s, None, &mut out).expect("writing to memory");
+    String::from_utf8(out).expect("maud writes UTF-8")
+}
+
+/// Writes the page to `w` case by case, each case's timeline read from the run's report folder
+/// `dir` when it is not in memory (see `CaseReport::timeline_in`): the page of a fleet run is
+/// far larger than what the run holds in memory.
+pub fn write_page(s: &RunSummary, dir: Option<&std::path::Path>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
     let cases = ordered(s);
-    let page = html! {
+    let head = html! {
         (DOCTYPE)
-        html lang="en" {
-            head {
-                // Void elements written as XML's empty elements (maud writes HTML's `<meta>`).
-                (PreEscaped("<meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>"))
-                title { "podlife run " (t(&s.run_id)) }
-                style { (PreEscaped(CSS)) }
-            }
-            body {
-                (header(s))
-                main {
-                    @if let Some(f) = &s.fleet {
-                        (fleet(f))
-                    }
-                    (index(&cases))
-                    (legend())
-                    @for c in &cases {
-                        (case(c))
-                    }
-                }
-            }
+        // Opened here and closed below: the cases are written in between, one at a time.
+        (PreEscaped("<html lang=\"en\">"))
+        head {
+            // Void elements written as XML's empty elements (maud writes HTML's `<meta>`).
+            (PreEscaped("<meta charset=\"utf-8\"/><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>"))
+            title { "podlife run " (t(&s.run_id)) }
+            style { (PreEscaped(CSS)) }
         }
+        (PreEscaped("<body>"))
+        (header(s))
+        (PreEscaped("<main>"))
+        @if let Some(f) = &s.fleet {
+            (fleet(f))
+        }
+        (index(&cases))
+        (legend())
     };
-    let mut out = page.into_string();
-    out.push('\n');
-    out
+    w.write_all(head.into_string().as_bytes())?;
+    for c in &cases {
+        let tl = match dir {
+            Some(d) => c.timeline_in(d),
+            None => c.timeline.as_ref().map(std::borrow::Cow::Borrowed),
+        };
+        w.write_all(case(c, tl.as_deref()).into_string().as_bytes())?;
+    }
+    w.write_all(b"</main></body></html>\n")
 }
 
 /// A reference without its scheme: the page shows it as text, not as a link.
@@ -192,8 +202,30 @@ fn fleet(f: &Fleet) -> Markup {
         .map(|n| n.areas.iter().map(|a| a.area.as_str()).collect())
         .unwrap_or_default();
     let findings = findings(f);
+    let by_group = f.groups.iter().any(|g| !g.areas.is_empty());
     html! {
         section.fleet {
+            @if by_group {
+                h2 { "Fingerprint groups × areas" }
+                div.wide {
+                    table.matrix {
+                        tr {
+                            th { "group" } th { "ran" } th { "taken as identical (not run)" }
+                            @for a in &areas { th { (t(a)) } }
+                        }
+                        @for (i, g) in f.groups.iter().enumerate() {
+                            tr {
+                                th { (i + 1) }
+                                td { (t(&g.nodes.join(", "))) }
+                                td { (t(&g.identical.join(", "))) }
+                                @for a in &g.areas {
+                                    td { span class=(format!("badge {}", verdict_class(a.verdict))) title=(t(&area_title(a))) { (t(a.verdict.as_str())) } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             h2 { "Nodes × areas" }
             div.wide {
                 table.matrix {
@@ -222,12 +254,13 @@ fn fleet(f: &Fleet) -> Markup {
             h3 { "Fingerprint groups" }
             div.wide {
                 table.groups {
-                    tr { th { "group" } th { "nodes" } th { "kubelet" } th { "runtime" } th { "handlers" } th { "kernel" } th { "OS image" } th { "arch" } }
+                    tr { th { "group" } th { "nodes" } @if by_group { th { "taken as identical (not run)" } } th { "kubelet" } th { "runtime" } th { "handlers" } th { "kernel" } th { "OS image" } th { "arch" } }
                     @for (i, g) in f.groups.iter().enumerate() {
                         @let fp = f.nodes.iter().find(|n| n.group == i).map(|n| &n.fingerprint);
                         tr title=(t(&g.fingerprint)) {
                             td { (i + 1) }
                             td { (t(&g.nodes.join(", "))) }
+                            @if by_group { td { (t(&g.identical.join(", "))) } }
                             @if let Some(fp) = fp {
                                 td { (t(&fp.kubelet_version)) }
                                 td { (t(&fp.container_runtime_version)) }
@@ -519,7 +552,7 @@ fn case_meta(c: &CaseReport) -> Vec<Markup> {
     meta
 }
 
-fn case(c: &CaseReport) -> Markup {
+fn case(c: &CaseReport, timeline: Option<&crate::observe::Timeline>) -> Markup {
     let meta = case_meta(c);
     let why = match c.status {
         CaseStatus::Ignored => Some(format!("ignored: {}", c.ignore_reason.as_deref().unwrap_or("ignored"))),
@@ -556,7 +589,7 @@ fn case(c: &CaseReport) -> Markup {
             @if c.attempts.len() > 1 {
                 (earlier_attempts(&c.attempts[..c.attempts.len() - 1]))
             }
-            @if let Some(tl) = &c.timeline {
+            @if let Some(tl) = timeline {
                 (case_timeline(c, tl))
             }
         }
