@@ -178,8 +178,10 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     let mut cases = cases;
     cases.sort_by_key(|(_, c)| std::cmp::Reverse(opts.durations.expected(&c.full_name(), c.timeout)));
     // Each case's copies on every node side by side, so every node's lane gets its longest
-    // cases first too.
-    let work: Vec<(Suite, LoadedCase, Option<NodeInfo>)> = cases
+    // cases first too. The copies share the case and its suite file's name: a fleet has
+    // thousands of copies, and a case (its rendered manifests) or a suite (all its cases) each
+    // copied would make memory grow with cases × nodes.
+    let work: Vec<(Arc<String>, Arc<LoadedCase>, Option<NodeInfo>)> = cases
         .into_iter()
         .flat_map(|(s, c)| {
             let on: Vec<Option<NodeInfo>> = if fleet.is_empty() {
@@ -187,7 +189,8 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             } else {
                 fleet.iter().cloned().map(Some).collect()
             };
-            on.into_iter().map(move |n| (s.clone(), c.clone(), n))
+            let (file, case) = (Arc::new(s.path.display().to_string()), Arc::new(c));
+            on.into_iter().map(move |n| (file.clone(), case.clone(), n))
         })
         .collect();
     let mut trials = vec![];
@@ -225,7 +228,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             env.node = Some(n.name.clone());
             env.starts.node = start_slots.get(&n.name).cloned().flatten();
         }
-        let suite_file = suite.path.display().to_string();
+        let suite_file = suite.to_string();
         let base = CaseReport {
             suite: case.suite.clone(),
             suite_file,
@@ -274,26 +277,29 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         };
         let fallback = base.clone();
         let lane_base = base.clone();
+        let spill = spill_dir.clone();
         let job = move || {
             // A panic anywhere in running or summarising the case becomes an error of this case
             // (libtest-mimic would otherwise print it as a failure we never hear of).
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.run(base))).unwrap_or_else(|p| {
-                let mut r = fallback.clone();
-                r.status = CaseStatus::Error;
-                r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
-                r.repetitions = vec![1];
-                r
-            })
+            let mut report =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.run(base))).unwrap_or_else(|p| {
+                    let mut r = fallback.clone();
+                    r.status = CaseStatus::Error;
+                    r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
+                    r.repetitions = vec![1];
+                    r
+                });
+            // As soon as it is judged: in a lane, its result may wait a while to be printed.
+            spill_timeline(&spill, &mut report);
+            report
         };
         // In a lane the case runs as soon as its node has a free slot; the trial only waits.
         let job: Box<dyn FnOnce() -> CaseReport + Send> = match &node_name {
             Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
             _ => Box::new(job),
         };
-        let spill = spill_dir.clone();
         let trial = libtest_mimic::Trial::ignorable_test(name, move || {
-            let mut report = job();
-            spill_timeline(&spill, &mut report);
+            let report = job();
             // Evidence quotes logs and recordings: printed, it must not drive the terminal.
             let message = crate::util::printable_lines(&failure_message(&report));
             let status = report.status;
@@ -699,7 +705,7 @@ fn collect_reports(
 
 /// Everything one case's trial needs, moved into the job that runs it.
 struct TrialPlan {
-    case: LoadedCase,
+    case: Arc<LoadedCase>,
     source: std::sync::Arc<Source>,
     env: CaseEnv,
     handle: tokio::runtime::Handle,
