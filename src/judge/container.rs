@@ -312,3 +312,149 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         j
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use serde_json::json;
+
+    /// Judges the case's first expectation, a `container`, with its gaps.
+    fn judged(expect: &str, tl: &Timeline) -> J {
+        let c = case(&format!("expect:\n  - container: {expect}\n"));
+        let Expectation::Container(x) = &*c.expect[0] else {
+            panic!("not a container expectation: {expect}")
+        };
+        container_gaps(x, container(x, tl), tl)
+    }
+
+    /// The pod in `phase` at 0 s with `main` in `state` after `restarts` restarts.
+    fn pod(phase: &str, state: serde_json::Value, restarts: u32) -> Timeline {
+        timeline(vec![snap(
+            0,
+            json!({"phase": phase, "containers": [container_status("main", state, restarts, false)]}),
+        )])
+    }
+
+    #[test]
+    fn a_final_state_and_exit_code_pass_or_fail_once_the_pod_has_settled() {
+        let want = "{name: main, state: terminated, exitCode: 0}";
+        let ended = |code| pod("Succeeded", json!({"state": "terminated", "exitCode": code}), 0);
+        assert_judged(
+            &judged(want, &ended(0)),
+            Outcome::Pass,
+            "main: state terminated, exitCode 0",
+        );
+        assert_judged(
+            &judged(want, &ended(1)),
+            Outcome::Fail,
+            "exitCode: expected 0, observed 1",
+        );
+    }
+
+    #[test]
+    fn a_running_pod_leaves_a_final_state_undecided() {
+        let mut tl = pod("Running", json!({"state": "running"}), 0);
+        tl.complete = false;
+        assert_judged(
+            &judged("{name: main, state: terminated}", &tl),
+            Outcome::Undecided,
+            "state: expected terminated, observed running so far",
+        );
+        let j = judged("{name: other, state: running}", &tl);
+        assert_judged(&j, Outcome::Undecided, "no status for `other` yet");
+    }
+
+    #[test]
+    fn a_restart_count_above_its_bound_fails_before_the_pod_settles() {
+        let mut tl = pod("Running", json!({"state": "running"}), 2);
+        tl.complete = false;
+        assert_judged(
+            &judged("{name: main, restartCount: {atMost: 1}}", &tl),
+            Outcome::Fail,
+            "restartCount: expected",
+        );
+        // Below its lower bound it may still grow.
+        assert_judged(
+            &judged("{name: main, restartCount: {atLeast: 3}}", &tl),
+            Outcome::Undecided,
+            "observed 2 so far",
+        );
+        // A pod-watch gap cannot undo restarts already counted.
+        tl.complete = true;
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(1), None));
+        assert_eq!(judged("{name: main, restartCount: 0}", &tl).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn never_started_passes_without_an_instance_or_a_line_and_fails_with_either() {
+        let mut tl = pod("Failed", json!({"state": "waiting", "reason": "ErrImagePull"}), 0);
+        assert_judged(
+            &judged("{name: main, neverStarted: true}", &tl),
+            Outcome::Pass,
+            "`main` never started",
+        );
+        tl.logs.push(line("main", 0, 0, "hello"));
+        let j = judged("{name: main, neverStarted: true}", &tl);
+        assert_judged(&j, Outcome::Fail, "0 instance(s) and 1 log line(s)");
+        assert!(j.has(Fact::StartedAgainstExpectation));
+    }
+
+    #[test]
+    fn a_waiting_reason_outside_the_allowed_fails_at_once_and_a_gap_can_hide_one() {
+        let waiting = |reason: &str| json!({"state": "waiting", "reason": reason});
+        let mut tl = timeline(vec![
+            snap(
+                0,
+                json!({"phase": "Pending", "containers": [container_status("main", waiting("PodInitializing"), 0, false)]}),
+            ),
+            snap(
+                1,
+                json!({"phase": "Running", "containers": [container_status("main", json!({"state": "running"}), 0, true)]}),
+            ),
+        ]);
+        let want = "{name: main, waitingReasonsOnly: [PodInitializing]}";
+        assert_judged(
+            &judged(want, &tl),
+            Outcome::Pass,
+            "only waiting reasons [PodInitializing]",
+        );
+        // A pod-watch gap may have hidden a waiting state with another reason.
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(0), Some(1)));
+        assert_judged(&judged(want, &tl), Outcome::Undecided, "undecided: pod watch down");
+        tl.gaps.clear();
+        tl.complete = false;
+        tl.snapshots.push(snap(
+            2,
+            json!({"phase": "Running", "containers": [container_status("main", waiting("CrashLoopBackOff"), 1, false)]}),
+        ));
+        let j = judged(want, &tl);
+        assert_judged(&j, Outcome::Fail, "observed also [CrashLoopBackOff]");
+        assert!(j.has(Fact::WaitingReasonOutside));
+    }
+
+    #[test]
+    fn an_instance_that_ended_unreported_is_undecided() {
+        // #0 was replaced by #1, but no status said how #0 ended.
+        let mut tl = pod("Running", json!({"state": "running"}), 1);
+        tl.instances = vec![instance("main", 0, Some(0), None), instance("main", 1, Some(5), None)];
+        assert_judged(
+            &judged("{name: main, instance: 0, exitCode: 1}", &tl),
+            Outcome::Undecided,
+            "the kubelet never reported how main#0 ended",
+        );
+        tl.instances[0] = instance("main", 0, Some(0), Some((4, 0)));
+        assert_judged(
+            &judged("{name: main, instance: 0, exitCode: 1}", &tl),
+            Outcome::Fail,
+            "main#0: exitCode: expected 1, observed 0",
+        );
+    }
+
+    #[test]
+    fn skipped_states_name_their_proof() {
+        let note = skipped_note(&[("Running".into(), "`main` ran: 2 log line(s)".into())]);
+        assert!(note.starts_with("Running not shown by the API"), "{note}");
+        assert!(note.ends_with("but `main` ran: 2 log line(s)"), "{note}");
+    }
+}
