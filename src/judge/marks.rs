@@ -835,3 +835,93 @@ mod active_deadline_tests {
         assert!(resolve_in(vec![snap(0, None, Some(5))]).is_err());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::observe::{ActionKind, EvidenceSource};
+
+    fn spec(yaml: &str) -> MarkSpec {
+        serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"))
+    }
+
+    const STARTED: &str = "{containerStarted: {container: main, instance: 0}}";
+    const FINISHED: &str = "{containerTerminated: {container: main, instance: 0}}";
+
+    #[test]
+    fn a_first_log_line_within_the_second_narrows_a_start() {
+        let mut tl = timeline(vec![]);
+        tl.instances.push(instance("main", 0, Some(0), Some((5, 0))));
+        let h = resolve(&spec(STARTED), &tl).unwrap();
+        assert_eq!((h.at, h.precision, h.clock), (at(0), SECOND, Clock::Node));
+        assert_eq!(h.cause.as_deref(), Some(STATUS_CAUSE));
+        tl.logs.push(line("main", 0, 300, "hello"));
+        let h = resolve(&spec(STARTED), &tl).unwrap();
+        assert_eq!((h.at, h.precision), (at(0), SignedDuration::from_millis(300)));
+        assert!(h.what.ends_with("≤ first log line"), "{}", h.what);
+    }
+
+    #[test]
+    fn a_last_log_line_within_the_second_raises_an_end() {
+        let mut tl = timeline(vec![]);
+        tl.instances.push(instance("main", 0, Some(0), Some((5, 0))));
+        tl.logs.push(line("main", 0, 5400, "bye"));
+        let h = resolve(&spec(FINISHED), &tl).unwrap();
+        assert_eq!((h.at, h.precision), (at_ms(5400), SignedDuration::from_millis(600)));
+        assert!(h.what.ends_with("≥ last log line"), "{}", h.what);
+        tl.instances[0].finished_at = None;
+        let why = resolve(&spec(FINISHED), &tl).unwrap_err();
+        assert_eq!(why, "main#0 has not terminated");
+    }
+
+    #[test]
+    fn a_first_sighting_right_after_a_pod_watch_gap_is_uncertain() {
+        let mut tl = timeline(in_phases(&["Pending", "Pending", "Pending", "Running"]));
+        let running = spec("{phase: Running}");
+        let h = resolve(&running, &tl).unwrap();
+        assert_eq!((h.at, h.stream.clone()), (at(3), Stream::PodWatch));
+        assert!(h.uncertain.is_none());
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(2), Some(3)));
+        let h = resolve(&running, &tl).unwrap();
+        assert!(
+            h.uncertain.as_deref().is_some_and(|g| g.starts_with("pod watch down")),
+            "{h:?}"
+        );
+        assert_eq!(h.uncertain_span, Some((Some(at(2)), Some(at(3)))));
+        // Our own actions are never hidden by a watch's gap.
+        assert!(hiding_gaps(&spec("{action: {action: delete}}"), &tl, None).is_empty());
+        assert_eq!(hiding_gaps(&running, &tl, None).len(), 1);
+    }
+
+    #[test]
+    fn an_action_is_late_by_its_round_trip() {
+        let mut tl = timeline(vec![]);
+        let mut delete = action(ActionKind::Delete, 1000);
+        delete.done = Some(at_ms(1250));
+        tl.actions.push(delete);
+        let h = resolve(&spec("{action: {action: delete}}"), &tl).unwrap();
+        assert_eq!(
+            (h.at, h.late, h.stream.clone()),
+            (at(1), SignedDuration::from_millis(250), Stream::Action)
+        );
+        assert_eq!(h.reaction, WATCH_DELIVERY);
+        let why = resolve(&spec("{action: {action: apply}}"), &tl).unwrap_err();
+        assert!(why.starts_with("no first"), "{why}");
+    }
+
+    #[test]
+    fn a_log_mark_picks_its_occurrence() {
+        let mut tl = timeline(vec![]);
+        tl.logs = vec![
+            line("main", 0, 100, "tick"),
+            line("main", 0, 200, "tock"),
+            line("main", 0, 300, "tick"),
+        ];
+        let second = spec("{log: {container: main, regex: tick, occurrence: 2}}");
+        assert_eq!(resolve(&second, &tl).unwrap().at, at_ms(300));
+        let last = spec("{log: {container: main, regex: tick, occurrence: last}}");
+        assert_eq!(resolve(&last, &tl).unwrap().at, at_ms(300));
+        assert!(resolve(&spec("{log: {container: main, regex: tick, occurrence: 3}}"), &tl).is_err());
+    }
+}
