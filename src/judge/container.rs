@@ -2,6 +2,7 @@
 //! the API may skip (and why) and what a pod-watch gap could hide.
 
 use super::*;
+use crate::observe::{ContainerStatus, Instance};
 
 /// `container` with gaps: final state and restartCount need the pod watch up at the end; a
 /// waiting reason not seen may have been shown during a pod-watch gap. A restartCount already
@@ -53,21 +54,9 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     let name = c.name.as_str();
     let last = tl.snapshots.iter().rev().find_map(|s| s.container(name));
     let instances: Vec<_> = tl.instances_of(name).collect();
-    let logged = tl.logs_of(name, None).count();
     let final_ = tl.settled();
     if c.never_started {
-        if instances.is_empty() && logged == 0 {
-            return if final_ {
-                pass(format!("`{name}` never started"))
-            } else {
-                undecided(format!("`{name}` has not started so far"))
-            };
-        }
-        return fail(format!(
-            "`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed",
-            instances.len()
-        ))
-        .with(Fact::StartedAgainstExpectation);
+        return never_started(name, instances.len(), tl.logs_of(name, None).count(), final_);
     }
     let Some(st) = last else {
         return if final_ {
@@ -76,85 +65,176 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             undecided(format!("no status for `{name}` yet"))
         };
     };
-    let mut problems = vec![];
-    let mut facts = vec![];
-    let mut early_fail = false;
-    let mut reasons_missing = false;
-    // Final state of the selected instance.
-    // With `instance: last`, state and reason are the current state's (a waiting reason such as
-    // CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's: while
-    // waiting that is lastState, i.e. the previous instance, which the evidence names.
-    let mut exit_of = String::new();
-    let (state_name, reason, exit_code) = match c.instance {
-        // `any`/`each` are rejected by validation for a final state; read them as `last`.
-        InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
-            let exit = match &st.state {
-                State::Terminated(t) => Some(t.exit_code),
-                _ => {
-                    if let Some(t) = &st.last_terminated {
-                        exit_of = match t.instance {
-                            Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
-                            None => " (of the last terminated instance)".into(),
-                        };
-                    }
-                    st.last_terminated.as_ref().map(|t| t.exit_code)
-                }
-            };
-            (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
+    let sel = Selected::of(c, st, &instances);
+    let mut f = Findings::default();
+    check_final_state(c, st, &sel, &mut f);
+    check_message(c, st, &instances, tl, &mut f);
+    check_flags(c, st, &mut f);
+    check_waiting_reasons(c, tl, &mut f);
+    if let Some(j) = unknown_instance(c, tl, &instances, &sel, &f) {
+        return j;
+    }
+    let j = if f.problems.is_empty() {
+        if final_ {
+            pass(format!("{}: {}", sel.label, f.facts.join(", ")))
+        } else {
+            undecided(format!(
+                "{}: {} so far (pod not settled)",
+                sel.label,
+                f.facts.join(", ")
+            ))
         }
-        InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
-            Some(i) => {
-                let state = if i.finished_at.is_some() || i.exit_code.is_some() {
-                    "terminated"
-                } else {
-                    "running"
+    } else if final_ || f.early_fail {
+        fail(format!("{}: {}", sel.label, f.problems.join("; ")))
+    } else {
+        undecided(format!("{}: {} so far", sel.label, f.problems.join("; ")))
+    };
+    let j = if f.outside_seen {
+        j.with(Fact::WaitingReasonOutside)
+    } else {
+        j
+    };
+    if f.reasons_missing {
+        j.with(Fact::WaitingReasonMissing)
+    } else {
+        j
+    }
+}
+
+/// `neverStarted`: no instance and no log line, decided once the pod has settled.
+fn never_started(name: &str, instances: usize, logged: usize, final_: bool) -> J {
+    if instances == 0 && logged == 0 {
+        return if final_ {
+            pass(format!("`{name}` never started"))
+        } else {
+            undecided(format!("`{name}` has not started so far"))
+        };
+    }
+    fail(format!(
+        "`{name}` was expected never to start, but {instances} instance(s) and {logged} log line(s) were observed"
+    ))
+    .with(Fact::StartedAgainstExpectation)
+}
+
+/// What the checks of one `container` expectation found: facts for the evidence of a pass,
+/// problems for that of a failure, and what makes a failure final before the pod settles.
+#[derive(Default)]
+struct Findings {
+    problems: Vec<String>,
+    facts: Vec<String>,
+    /// Seen, so final: no later state can undo it (a restartCount above its bound, a waiting
+    /// reason outside the allowed ones).
+    early_fail: bool,
+    reasons_missing: bool,
+    outside_seen: bool,
+}
+
+/// The instance an expectation selects and its final state as reported.
+struct Selected {
+    state: String,
+    reason: Option<String>,
+    exit_code: Option<i32>,
+    /// Which instance the exit code is of, when it is not the current state's.
+    exit_of: String,
+    /// `main`, or `main#2` for a numbered instance.
+    label: String,
+}
+
+impl Selected {
+    /// With `instance: last`, state and reason are the current state's (a waiting reason such
+    /// as CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's:
+    /// while waiting that is lastState, i.e. the previous instance, which the evidence names.
+    fn of(c: &ContainerExpect, st: &ContainerStatus, instances: &[&Instance]) -> Selected {
+        let name = c.name.as_str();
+        let mut exit_of = String::new();
+        let (state, reason, exit_code) = match c.instance {
+            // `any`/`each` are rejected by validation for a final state; read them as `last`.
+            InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
+                let exit = match &st.state {
+                    State::Terminated(t) => Some(t.exit_code),
+                    _ => {
+                        if let Some(t) = &st.last_terminated {
+                            exit_of = match t.instance {
+                                Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
+                                None => " (of the last terminated instance)".into(),
+                            };
+                        }
+                        st.last_terminated.as_ref().map(|t| t.exit_code)
+                    }
                 };
-                (state.to_string(), i.reason.clone(), i.exit_code)
+                (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
             }
-            None => ("absent".to_string(), None, None),
-        },
-    };
-    let inst_label = match c.instance {
-        InstanceSel::Nth(n) => format!("{name}#{n}"),
-        _ => name.to_string(),
-    };
+            InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
+                Some(i) => {
+                    let state = if i.finished_at.is_some() || i.exit_code.is_some() {
+                        "terminated"
+                    } else {
+                        "running"
+                    };
+                    (state.to_string(), i.reason.clone(), i.exit_code)
+                }
+                None => ("absent".to_string(), None, None),
+            },
+        };
+        let label = match c.instance {
+            InstanceSel::Nth(n) => format!("{name}#{n}"),
+            _ => name.to_string(),
+        };
+        Selected {
+            state,
+            reason,
+            exit_code,
+            exit_of,
+            label,
+        }
+    }
+}
+
+/// State, exitCode, reason and restartCount of the selected instance.
+fn check_final_state(c: &ContainerExpect, st: &ContainerStatus, sel: &Selected, f: &mut Findings) {
+    let exit_of = &sel.exit_of;
     if let Some(s) = c.state {
-        let got = state_name.as_str();
-        facts.push(format!("state {got}"));
+        let got = sel.state.as_str();
+        f.facts.push(format!("state {got}"));
         if got != s.to_string() {
-            problems.push(format!("state: expected {s}, observed {got}"));
+            f.problems.push(format!("state: expected {s}, observed {got}"));
         }
     }
     if let Some(code) = c.exit_code {
-        facts.push(format!(
+        let exit_code = sel.exit_code;
+        f.facts.push(format!(
             "exitCode {}{exit_of}",
             exit_code.map_or("none".into(), |e| e.to_string())
         ));
         if exit_code != Some(code) {
-            problems.push(format!(
+            f.problems.push(format!(
                 "exitCode: expected {code}, observed {}{exit_of}",
                 exit_code.map_or("none".into(), |e| e.to_string())
             ));
         }
     }
     if let Some(r) = &c.reason {
-        let got = reason.clone().unwrap_or_else(|| "none".into());
-        facts.push(format!("reason {got}"));
-        if reason.as_deref() != Some(r.as_str()) {
-            problems.push(format!("reason: expected {r}, observed {got}"));
+        let got = sel.reason.clone().unwrap_or_else(|| "none".into());
+        f.facts.push(format!("reason {got}"));
+        if sel.reason.as_deref() != Some(r.as_str()) {
+            f.problems.push(format!("reason: expected {r}, observed {got}"));
         }
     }
     if let Some(rc) = &c.restart_count {
         let got = u64::from(st.restart_count);
-        facts.push(format!("restartCount {got}"));
+        f.facts.push(format!("restartCount {got}"));
         if !rc.matches(got) {
-            problems.push(format!("restartCount: expected {rc}, observed {got}"));
+            f.problems.push(format!("restartCount: expected {rc}, observed {got}"));
             if rc.exactly.is_some_and(|e| got > e) || rc.at_most.is_some_and(|m| got > m) {
-                early_fail = true;
+                f.early_fail = true;
             }
         }
     }
-    // The selected instance's termination message: current state, else lastState.
+}
+
+/// The selected instance's termination message (current state, else lastState) against
+/// `message` (a pattern) and `messageEquals` (exact, after template expansion).
+fn check_message(c: &ContainerExpect, st: &ContainerStatus, instances: &[&Instance], tl: &Timeline, f: &mut Findings) {
     let selected_message = || match c.instance {
         InstanceSel::Nth(n) => instances
             .iter()
@@ -170,12 +250,13 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         match compile(m, tl) {
             Ok(re) => {
                 let got = msg.unwrap_or_default();
-                facts.push(format!("message {got:?}"));
+                f.facts.push(format!("message {got:?}"));
                 if !re.is_match(&got) {
-                    problems.push(format!("termination message: expected {m}, observed {got:?}"));
+                    f.problems
+                        .push(format!("termination message: expected {m}, observed {got:?}"));
                 }
             }
-            Err(why) => problems.push(format!("termination message: {why}")),
+            Err(why) => f.problems.push(format!("termination message: {why}")),
         }
     }
     if let Some(want) = &c.message_equals {
@@ -183,30 +264,39 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         match want.expand(&|n| marks::template_value(tl, n)) {
             Ok(want) => {
                 let got = msg.unwrap_or_default();
-                facts.push(format!("message {got:?}"));
+                f.facts.push(format!("message {got:?}"));
                 if got != want {
-                    problems.push(format!(
+                    f.problems.push(format!(
                         "termination message: expected exactly {want:?}, observed {got:?}"
                     ));
                 }
             }
-            Err(why) => problems.push(format!("termination message: {why}")),
+            Err(why) => f.problems.push(format!("termination message: {why}")),
         }
     }
-    // The status flags as last reported (for the current instance).
+}
+
+/// The status flags as last reported (for the current instance).
+fn check_flags(c: &ContainerExpect, st: &ContainerStatus, f: &mut Findings) {
     if let Some(want) = c.ready {
-        facts.push(format!("ready {}", st.ready));
+        f.facts.push(format!("ready {}", st.ready));
         if st.ready != want {
-            problems.push(format!("ready: expected {want}, observed {}", st.ready));
+            f.problems
+                .push(format!("ready: expected {want}, observed {}", st.ready));
         }
     }
     if let Some(want) = c.started {
         let got = st.started.map_or("absent".to_string(), |b| b.to_string());
-        facts.push(format!("started {got}"));
+        f.facts.push(format!("started {got}"));
         if st.started != Some(want) {
-            problems.push(format!("started: expected {want}, observed {got}"));
+            f.problems.push(format!("started: expected {want}, observed {got}"));
         }
     }
+}
+
+/// `waitingReasonsSeen` (each seen at some point) and `waitingReasonsOnly` (no other seen).
+fn check_waiting_reasons(c: &ContainerExpect, tl: &Timeline, f: &mut Findings) {
+    let name = c.name.as_str();
     if !c.waiting_reasons_seen.is_empty() {
         let seen: std::collections::BTreeSet<String> = tl
             .snapshots
@@ -223,20 +313,19 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             .filter(|r| !seen.contains(*r))
             .cloned()
             .collect();
-        facts.push(format!(
+        f.facts.push(format!(
             "waiting reasons seen [{}]",
             seen.iter().cloned().collect::<Vec<_>>().join(", ")
         ));
         if !missing.is_empty() {
-            reasons_missing = true;
-            problems.push(format!(
+            f.reasons_missing = true;
+            f.problems.push(format!(
                 "waiting reasons: expected to see [{}], observed [{}]",
                 missing.join(", "),
                 seen.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
     }
-    let mut outside_seen = false;
     if !c.waiting_reasons_only.is_empty() {
         let outside: std::collections::BTreeSet<String> = tl
             .snapshots
@@ -248,69 +337,63 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             })
             .filter(|r| !c.waiting_reasons_only.contains(r))
             .collect();
-        facts.push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
+        f.facts
+            .push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
         if !outside.is_empty() {
             // Seen, so final: no later state can undo it.
-            outside_seen = true;
-            early_fail = true;
-            problems.push(format!(
+            f.outside_seen = true;
+            f.early_fail = true;
+            f.problems.push(format!(
                 "waiting reasons: expected only [{}], observed also [{}]",
                 c.waiting_reasons_only.join(", "),
                 outside.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
     }
+}
+
+/// A numbered instance whose problems the evidence cannot decide: undecided, naming why.
+fn unknown_instance(
+    c: &ContainerExpect,
+    tl: &Timeline,
+    instances: &[&Instance],
+    sel: &Selected,
+    f: &Findings,
+) -> Option<J> {
+    let InstanceSel::Nth(n) = c.instance else {
+        return None;
+    };
+    if f.problems.is_empty() {
+        return None;
+    }
+    let inst_label = &sel.label;
     // An instance the evidence says ran but was never seen (its status and log lost to a gap):
     // what it did is unknown, not absent.
-    if state_name == "absent"
-        && !problems.is_empty()
-        && let InstanceSel::Nth(n) = c.instance
-        && let Some(g) = tl.instance_log_gap(name, n)
+    if sel.state == "absent"
+        && let Some(g) = tl.instance_log_gap(c.name.as_str(), n)
     {
-        return undecided(format!(
+        return Some(undecided(format!(
             "{inst_label}: {}; undecided: {}",
-            problems.join("; "),
+            f.problems.join("; "),
             g.describe()
-        ));
+        )));
     }
     // An instance that ended (a later one started) but whose end the kubelet never reported:
     // it wrote the next instance's running state with an empty lastState (the status was built
     // before the runtime's record of the exit reached the kubelet's cache), and the instance
     // after that replaced lastState. How it ended is unknown, not contradicted.
-    if let InstanceSel::Nth(n) = c.instance
-        && !problems.is_empty()
-        && !early_fail
+    if !f.early_fail
         && instances
             .iter()
             .any(|i| i.instance == n && i.finished_at.is_none() && i.exit_code.is_none())
         && instances.iter().any(|i| i.instance > n)
     {
-        return undecided(format!(
+        return Some(undecided(format!(
             "{inst_label}: {}; undecided: the kubelet never reported how {inst_label} ended (it reported the next instance with an empty lastState)",
-            problems.join("; ")
-        ));
+            f.problems.join("; ")
+        )));
     }
-    let j = if problems.is_empty() {
-        if final_ {
-            pass(format!("{inst_label}: {}", facts.join(", ")))
-        } else {
-            undecided(format!("{inst_label}: {} so far (pod not settled)", facts.join(", ")))
-        }
-    } else if final_ || early_fail {
-        fail(format!("{inst_label}: {}", problems.join("; ")))
-    } else {
-        undecided(format!("{inst_label}: {} so far", problems.join("; ")))
-    };
-    let j = if outside_seen {
-        j.with(Fact::WaitingReasonOutside)
-    } else {
-        j
-    };
-    if reasons_missing {
-        j.with(Fact::WaitingReasonMissing)
-    } else {
-        j
-    }
+    None
 }
 
 #[cfg(test)]
