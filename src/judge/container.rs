@@ -2,6 +2,7 @@
 //! the API may skip (and why) and what a pod-watch gap could hide.
 
 use super::*;
+use crate::observe::{ContainerStatus, Instance};
 
 /// `container` with gaps: final state and restartCount need the pod watch up at the end; a
 /// waiting reason not seen may have been shown during a pod-watch gap. A restartCount already
@@ -53,21 +54,9 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
     let name = c.name.as_str();
     let last = tl.snapshots.iter().rev().find_map(|s| s.container(name));
     let instances: Vec<_> = tl.instances_of(name).collect();
-    let logged = tl.logs_of(name, None).count();
     let final_ = tl.settled();
     if c.never_started {
-        if instances.is_empty() && logged == 0 {
-            return if final_ {
-                pass(format!("`{name}` never started"))
-            } else {
-                undecided(format!("`{name}` has not started so far"))
-            };
-        }
-        return fail(format!(
-            "`{name}` was expected never to start, but {} instance(s) and {logged} log line(s) were observed",
-            instances.len()
-        ))
-        .with(Fact::StartedAgainstExpectation);
+        return never_started(name, instances.len(), tl.logs_of(name, None).count(), final_);
     }
     let Some(st) = last else {
         return if final_ {
@@ -76,85 +65,176 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             undecided(format!("no status for `{name}` yet"))
         };
     };
-    let mut problems = vec![];
-    let mut facts = vec![];
-    let mut early_fail = false;
-    let mut reasons_missing = false;
-    // Final state of the selected instance.
-    // With `instance: last`, state and reason are the current state's (a waiting reason such as
-    // CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's: while
-    // waiting that is lastState, i.e. the previous instance, which the evidence names.
-    let mut exit_of = String::new();
-    let (state_name, reason, exit_code) = match c.instance {
-        // `any`/`each` are rejected by validation for a final state; read them as `last`.
-        InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
-            let exit = match &st.state {
-                State::Terminated(t) => Some(t.exit_code),
-                _ => {
-                    if let Some(t) = &st.last_terminated {
-                        exit_of = match t.instance {
-                            Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
-                            None => " (of the last terminated instance)".into(),
-                        };
-                    }
-                    st.last_terminated.as_ref().map(|t| t.exit_code)
-                }
-            };
-            (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
+    let sel = Selected::of(c, st, &instances);
+    let mut f = Findings::default();
+    check_final_state(c, st, &sel, &mut f);
+    check_message(c, st, &instances, tl, &mut f);
+    check_flags(c, st, &mut f);
+    check_waiting_reasons(c, tl, &mut f);
+    if let Some(j) = unknown_instance(c, tl, &instances, &sel, &f) {
+        return j;
+    }
+    let j = if f.problems.is_empty() {
+        if final_ {
+            pass(format!("{}: {}", sel.label, f.facts.join(", ")))
+        } else {
+            undecided(format!(
+                "{}: {} so far (pod not settled)",
+                sel.label,
+                f.facts.join(", ")
+            ))
         }
-        InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
-            Some(i) => {
-                let state = if i.finished_at.is_some() || i.exit_code.is_some() {
-                    "terminated"
-                } else {
-                    "running"
+    } else if final_ || f.early_fail {
+        fail(format!("{}: {}", sel.label, f.problems.join("; ")))
+    } else {
+        undecided(format!("{}: {} so far", sel.label, f.problems.join("; ")))
+    };
+    let j = if f.outside_seen {
+        j.with(Fact::WaitingReasonOutside)
+    } else {
+        j
+    };
+    if f.reasons_missing {
+        j.with(Fact::WaitingReasonMissing)
+    } else {
+        j
+    }
+}
+
+/// `neverStarted`: no instance and no log line, decided once the pod has settled.
+fn never_started(name: &str, instances: usize, logged: usize, final_: bool) -> J {
+    if instances == 0 && logged == 0 {
+        return if final_ {
+            pass(format!("`{name}` never started"))
+        } else {
+            undecided(format!("`{name}` has not started so far"))
+        };
+    }
+    fail(format!(
+        "`{name}` was expected never to start, but {instances} instance(s) and {logged} log line(s) were observed"
+    ))
+    .with(Fact::StartedAgainstExpectation)
+}
+
+/// What the checks of one `container` expectation found: facts for the evidence of a pass,
+/// problems for that of a failure, and what makes a failure final before the pod settles.
+#[derive(Default)]
+struct Findings {
+    problems: Vec<String>,
+    facts: Vec<String>,
+    /// Seen, so final: no later state can undo it (a restartCount above its bound, a waiting
+    /// reason outside the allowed ones).
+    early_fail: bool,
+    reasons_missing: bool,
+    outside_seen: bool,
+}
+
+/// The instance an expectation selects and its final state as reported.
+struct Selected {
+    state: String,
+    reason: Option<String>,
+    exit_code: Option<i32>,
+    /// Which instance the exit code is of, when it is not the current state's.
+    exit_of: String,
+    /// `main`, or `main#2` for a numbered instance.
+    label: String,
+}
+
+impl Selected {
+    /// With `instance: last`, state and reason are the current state's (a waiting reason such
+    /// as CrashLoopBackOff, or the terminated reason), and exitCode is the last termination's:
+    /// while waiting that is lastState, i.e. the previous instance, which the evidence names.
+    fn of(c: &ContainerExpect, st: &ContainerStatus, instances: &[&Instance]) -> Selected {
+        let name = c.name.as_str();
+        let mut exit_of = String::new();
+        let (state, reason, exit_code) = match c.instance {
+            // `any`/`each` are rejected by validation for a final state; read them as `last`.
+            InstanceSel::Last | InstanceSel::Any | InstanceSel::Each => {
+                let exit = match &st.state {
+                    State::Terminated(t) => Some(t.exit_code),
+                    _ => {
+                        if let Some(t) = &st.last_terminated {
+                            exit_of = match t.instance {
+                                Some(i) => format!(" (of {name}#{i}, the last terminated instance)"),
+                                None => " (of the last terminated instance)".into(),
+                            };
+                        }
+                        st.last_terminated.as_ref().map(|t| t.exit_code)
+                    }
                 };
-                (state.to_string(), i.reason.clone(), i.exit_code)
+                (st.state.name().to_string(), st.state.reason().map(str::to_string), exit)
             }
-            None => ("absent".to_string(), None, None),
-        },
-    };
-    let inst_label = match c.instance {
-        InstanceSel::Nth(n) => format!("{name}#{n}"),
-        _ => name.to_string(),
-    };
+            InstanceSel::Nth(n) => match instances.iter().find(|i| i.instance == n) {
+                Some(i) => {
+                    let state = if i.finished_at.is_some() || i.exit_code.is_some() {
+                        "terminated"
+                    } else {
+                        "running"
+                    };
+                    (state.to_string(), i.reason.clone(), i.exit_code)
+                }
+                None => ("absent".to_string(), None, None),
+            },
+        };
+        let label = match c.instance {
+            InstanceSel::Nth(n) => format!("{name}#{n}"),
+            _ => name.to_string(),
+        };
+        Selected {
+            state,
+            reason,
+            exit_code,
+            exit_of,
+            label,
+        }
+    }
+}
+
+/// State, exitCode, reason and restartCount of the selected instance.
+fn check_final_state(c: &ContainerExpect, st: &ContainerStatus, sel: &Selected, f: &mut Findings) {
+    let exit_of = &sel.exit_of;
     if let Some(s) = c.state {
-        let got = state_name.as_str();
-        facts.push(format!("state {got}"));
+        let got = sel.state.as_str();
+        f.facts.push(format!("state {got}"));
         if got != s.to_string() {
-            problems.push(format!("state: expected {s}, observed {got}"));
+            f.problems.push(format!("state: expected {s}, observed {got}"));
         }
     }
     if let Some(code) = c.exit_code {
-        facts.push(format!(
+        let exit_code = sel.exit_code;
+        f.facts.push(format!(
             "exitCode {}{exit_of}",
             exit_code.map_or("none".into(), |e| e.to_string())
         ));
         if exit_code != Some(code) {
-            problems.push(format!(
+            f.problems.push(format!(
                 "exitCode: expected {code}, observed {}{exit_of}",
                 exit_code.map_or("none".into(), |e| e.to_string())
             ));
         }
     }
     if let Some(r) = &c.reason {
-        let got = reason.clone().unwrap_or_else(|| "none".into());
-        facts.push(format!("reason {got}"));
-        if reason.as_deref() != Some(r.as_str()) {
-            problems.push(format!("reason: expected {r}, observed {got}"));
+        let got = sel.reason.clone().unwrap_or_else(|| "none".into());
+        f.facts.push(format!("reason {got}"));
+        if sel.reason.as_deref() != Some(r.as_str()) {
+            f.problems.push(format!("reason: expected {r}, observed {got}"));
         }
     }
     if let Some(rc) = &c.restart_count {
         let got = u64::from(st.restart_count);
-        facts.push(format!("restartCount {got}"));
+        f.facts.push(format!("restartCount {got}"));
         if !rc.matches(got) {
-            problems.push(format!("restartCount: expected {rc}, observed {got}"));
+            f.problems.push(format!("restartCount: expected {rc}, observed {got}"));
             if rc.exactly.is_some_and(|e| got > e) || rc.at_most.is_some_and(|m| got > m) {
-                early_fail = true;
+                f.early_fail = true;
             }
         }
     }
-    // The selected instance's termination message: current state, else lastState.
+}
+
+/// The selected instance's termination message (current state, else lastState) against
+/// `message` (a pattern) and `messageEquals` (exact, after template expansion).
+fn check_message(c: &ContainerExpect, st: &ContainerStatus, instances: &[&Instance], tl: &Timeline, f: &mut Findings) {
     let selected_message = || match c.instance {
         InstanceSel::Nth(n) => instances
             .iter()
@@ -170,12 +250,13 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         match compile(m, tl) {
             Ok(re) => {
                 let got = msg.unwrap_or_default();
-                facts.push(format!("message {got:?}"));
+                f.facts.push(format!("message {got:?}"));
                 if !re.is_match(&got) {
-                    problems.push(format!("termination message: expected {m}, observed {got:?}"));
+                    f.problems
+                        .push(format!("termination message: expected {m}, observed {got:?}"));
                 }
             }
-            Err(why) => problems.push(format!("termination message: {why}")),
+            Err(why) => f.problems.push(format!("termination message: {why}")),
         }
     }
     if let Some(want) = &c.message_equals {
@@ -183,30 +264,39 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
         match want.expand(&|n| marks::template_value(tl, n)) {
             Ok(want) => {
                 let got = msg.unwrap_or_default();
-                facts.push(format!("message {got:?}"));
+                f.facts.push(format!("message {got:?}"));
                 if got != want {
-                    problems.push(format!(
+                    f.problems.push(format!(
                         "termination message: expected exactly {want:?}, observed {got:?}"
                     ));
                 }
             }
-            Err(why) => problems.push(format!("termination message: {why}")),
+            Err(why) => f.problems.push(format!("termination message: {why}")),
         }
     }
-    // The status flags as last reported (for the current instance).
+}
+
+/// The status flags as last reported (for the current instance).
+fn check_flags(c: &ContainerExpect, st: &ContainerStatus, f: &mut Findings) {
     if let Some(want) = c.ready {
-        facts.push(format!("ready {}", st.ready));
+        f.facts.push(format!("ready {}", st.ready));
         if st.ready != want {
-            problems.push(format!("ready: expected {want}, observed {}", st.ready));
+            f.problems
+                .push(format!("ready: expected {want}, observed {}", st.ready));
         }
     }
     if let Some(want) = c.started {
         let got = st.started.map_or("absent".to_string(), |b| b.to_string());
-        facts.push(format!("started {got}"));
+        f.facts.push(format!("started {got}"));
         if st.started != Some(want) {
-            problems.push(format!("started: expected {want}, observed {got}"));
+            f.problems.push(format!("started: expected {want}, observed {got}"));
         }
     }
+}
+
+/// `waitingReasonsSeen` (each seen at some point) and `waitingReasonsOnly` (no other seen).
+fn check_waiting_reasons(c: &ContainerExpect, tl: &Timeline, f: &mut Findings) {
+    let name = c.name.as_str();
     if !c.waiting_reasons_seen.is_empty() {
         let seen: std::collections::BTreeSet<String> = tl
             .snapshots
@@ -223,20 +313,19 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             .filter(|r| !seen.contains(*r))
             .cloned()
             .collect();
-        facts.push(format!(
+        f.facts.push(format!(
             "waiting reasons seen [{}]",
             seen.iter().cloned().collect::<Vec<_>>().join(", ")
         ));
         if !missing.is_empty() {
-            reasons_missing = true;
-            problems.push(format!(
+            f.reasons_missing = true;
+            f.problems.push(format!(
                 "waiting reasons: expected to see [{}], observed [{}]",
                 missing.join(", "),
                 seen.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
     }
-    let mut outside_seen = false;
     if !c.waiting_reasons_only.is_empty() {
         let outside: std::collections::BTreeSet<String> = tl
             .snapshots
@@ -248,67 +337,207 @@ pub(super) fn container(c: &ContainerExpect, tl: &Timeline) -> J {
             })
             .filter(|r| !c.waiting_reasons_only.contains(r))
             .collect();
-        facts.push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
+        f.facts
+            .push(format!("only waiting reasons [{}]", c.waiting_reasons_only.join(", ")));
         if !outside.is_empty() {
             // Seen, so final: no later state can undo it.
-            outside_seen = true;
-            early_fail = true;
-            problems.push(format!(
+            f.outside_seen = true;
+            f.early_fail = true;
+            f.problems.push(format!(
                 "waiting reasons: expected only [{}], observed also [{}]",
                 c.waiting_reasons_only.join(", "),
                 outside.into_iter().collect::<Vec<_>>().join(", ")
             ));
         }
     }
+}
+
+/// A numbered instance whose problems the evidence cannot decide: undecided, naming why.
+fn unknown_instance(
+    c: &ContainerExpect,
+    tl: &Timeline,
+    instances: &[&Instance],
+    sel: &Selected,
+    f: &Findings,
+) -> Option<J> {
+    let InstanceSel::Nth(n) = c.instance else {
+        return None;
+    };
+    if f.problems.is_empty() {
+        return None;
+    }
+    let inst_label = &sel.label;
     // An instance the evidence says ran but was never seen (its status and log lost to a gap):
     // what it did is unknown, not absent.
-    if state_name == "absent"
-        && !problems.is_empty()
-        && let InstanceSel::Nth(n) = c.instance
-        && let Some(g) = tl.instance_log_gap(name, n)
+    if sel.state == "absent"
+        && let Some(g) = tl.instance_log_gap(c.name.as_str(), n)
     {
-        return undecided(format!(
+        return Some(undecided(format!(
             "{inst_label}: {}; undecided: {}",
-            problems.join("; "),
+            f.problems.join("; "),
             g.describe()
-        ));
+        )));
     }
     // An instance that ended (a later one started) but whose end the kubelet never reported:
     // it wrote the next instance's running state with an empty lastState (the status was built
     // before the runtime's record of the exit reached the kubelet's cache), and the instance
     // after that replaced lastState. How it ended is unknown, not contradicted.
-    if let InstanceSel::Nth(n) = c.instance
-        && !problems.is_empty()
-        && !early_fail
+    if !f.early_fail
         && instances
             .iter()
             .any(|i| i.instance == n && i.finished_at.is_none() && i.exit_code.is_none())
         && instances.iter().any(|i| i.instance > n)
     {
-        return undecided(format!(
+        return Some(undecided(format!(
             "{inst_label}: {}; undecided: the kubelet never reported how {inst_label} ended (it reported the next instance with an empty lastState)",
-            problems.join("; ")
-        ));
+            f.problems.join("; ")
+        )));
     }
-    let j = if problems.is_empty() {
-        if final_ {
-            pass(format!("{inst_label}: {}", facts.join(", ")))
-        } else {
-            undecided(format!("{inst_label}: {} so far (pod not settled)", facts.join(", ")))
-        }
-    } else if final_ || early_fail {
-        fail(format!("{inst_label}: {}", problems.join("; ")))
-    } else {
-        undecided(format!("{inst_label}: {} so far", problems.join("; ")))
-    };
-    let j = if outside_seen {
-        j.with(Fact::WaitingReasonOutside)
-    } else {
-        j
-    };
-    if reasons_missing {
-        j.with(Fact::WaitingReasonMissing)
-    } else {
-        j
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use serde_json::json;
+
+    /// Judges the case's first expectation, a `container`, with its gaps.
+    fn judged(expect: &str, tl: &Timeline) -> J {
+        let c = case(&format!("expect:\n  - container: {expect}\n"));
+        let Expectation::Container(x) = &*c.expect[0] else {
+            panic!("not a container expectation: {expect}")
+        };
+        container_gaps(x, container(x, tl), tl)
+    }
+
+    /// The pod in `phase` at 0 s with `main` in `state` after `restarts` restarts.
+    fn pod(phase: &str, state: serde_json::Value, restarts: u32) -> Timeline {
+        timeline(vec![snap(
+            0,
+            json!({"phase": phase, "containers": [container_status("main", state, restarts, false)]}),
+        )])
+    }
+
+    #[test]
+    fn a_final_state_and_exit_code_pass_or_fail_once_the_pod_has_settled() {
+        let want = "{name: main, state: terminated, exitCode: 0}";
+        let ended = |code| pod("Succeeded", json!({"state": "terminated", "exitCode": code}), 0);
+        assert_judged(
+            &judged(want, &ended(0)),
+            Outcome::Pass,
+            "main: state terminated, exitCode 0",
+        );
+        assert_judged(
+            &judged(want, &ended(1)),
+            Outcome::Fail,
+            "exitCode: expected 0, observed 1",
+        );
+    }
+
+    #[test]
+    fn a_running_pod_leaves_a_final_state_undecided() {
+        let mut tl = pod("Running", json!({"state": "running"}), 0);
+        tl.complete = false;
+        assert_judged(
+            &judged("{name: main, state: terminated}", &tl),
+            Outcome::Undecided,
+            "state: expected terminated, observed running so far",
+        );
+        let j = judged("{name: other, state: running}", &tl);
+        assert_judged(&j, Outcome::Undecided, "no status for `other` yet");
+    }
+
+    #[test]
+    fn a_restart_count_above_its_bound_fails_before_the_pod_settles() {
+        let mut tl = pod("Running", json!({"state": "running"}), 2);
+        tl.complete = false;
+        assert_judged(
+            &judged("{name: main, restartCount: {atMost: 1}}", &tl),
+            Outcome::Fail,
+            "restartCount: expected",
+        );
+        // Below its lower bound it may still grow.
+        assert_judged(
+            &judged("{name: main, restartCount: {atLeast: 3}}", &tl),
+            Outcome::Undecided,
+            "observed 2 so far",
+        );
+        // A pod-watch gap cannot undo restarts already counted.
+        tl.complete = true;
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(1), None));
+        assert_eq!(judged("{name: main, restartCount: 0}", &tl).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn never_started_passes_without_an_instance_or_a_line_and_fails_with_either() {
+        let mut tl = pod("Failed", json!({"state": "waiting", "reason": "ErrImagePull"}), 0);
+        assert_judged(
+            &judged("{name: main, neverStarted: true}", &tl),
+            Outcome::Pass,
+            "`main` never started",
+        );
+        tl.logs.push(line("main", 0, 0, "hello"));
+        let j = judged("{name: main, neverStarted: true}", &tl);
+        assert_judged(&j, Outcome::Fail, "0 instance(s) and 1 log line(s)");
+        assert!(j.has(Fact::StartedAgainstExpectation));
+    }
+
+    #[test]
+    fn a_waiting_reason_outside_the_allowed_fails_at_once_and_a_gap_can_hide_one() {
+        let waiting = |reason: &str| json!({"state": "waiting", "reason": reason});
+        let mut tl = timeline(vec![
+            snap(
+                0,
+                json!({"phase": "Pending", "containers": [container_status("main", waiting("PodInitializing"), 0, false)]}),
+            ),
+            snap(
+                1,
+                json!({"phase": "Running", "containers": [container_status("main", json!({"state": "running"}), 0, true)]}),
+            ),
+        ]);
+        let want = "{name: main, waitingReasonsOnly: [PodInitializing]}";
+        assert_judged(
+            &judged(want, &tl),
+            Outcome::Pass,
+            "only waiting reasons [PodInitializing]",
+        );
+        // A pod-watch gap may have hidden a waiting state with another reason.
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(0), Some(1)));
+        assert_judged(&judged(want, &tl), Outcome::Undecided, "undecided: pod watch down");
+        tl.gaps.clear();
+        tl.complete = false;
+        tl.snapshots.push(snap(
+            2,
+            json!({"phase": "Running", "containers": [container_status("main", waiting("CrashLoopBackOff"), 1, false)]}),
+        ));
+        let j = judged(want, &tl);
+        assert_judged(&j, Outcome::Fail, "observed also [CrashLoopBackOff]");
+        assert!(j.has(Fact::WaitingReasonOutside));
+    }
+
+    #[test]
+    fn an_instance_that_ended_unreported_is_undecided() {
+        // #0 was replaced by #1, but no status said how #0 ended.
+        let mut tl = pod("Running", json!({"state": "running"}), 1);
+        tl.instances = vec![instance("main", 0, Some(0), None), instance("main", 1, Some(5), None)];
+        assert_judged(
+            &judged("{name: main, instance: 0, exitCode: 1}", &tl),
+            Outcome::Undecided,
+            "the kubelet never reported how main#0 ended",
+        );
+        tl.instances[0] = instance("main", 0, Some(0), Some((4, 0)));
+        assert_judged(
+            &judged("{name: main, instance: 0, exitCode: 1}", &tl),
+            Outcome::Fail,
+            "main#0: exitCode: expected 1, observed 0",
+        );
+    }
+
+    #[test]
+    fn skipped_states_name_their_proof() {
+        let note = skipped_note(&[("Running".into(), "`main` ran: 2 log line(s)".into())]);
+        assert!(note.starts_with("Running not shown by the API"), "{note}");
+        assert!(note.ends_with("but `main` ran: 2 log line(s)"), "{note}");
     }
 }

@@ -383,3 +383,149 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     j.marks = marks;
     j
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// Judges the case's first expectation, a `gap`.
+    fn judged(body: &str, tl: &Timeline) -> J {
+        let c = case(body);
+        let Expectation::Gap(g) = &*c.expect[0] else {
+            panic!("not a gap: {body}")
+        };
+        gap(&c, g, tl)
+    }
+
+    /// From the first to the last log line of `main`#0: one stream, one clock, ns precision.
+    const RUN: &str = "expect:\n  - gap: {from: {firstLogLine: {container: main}}, to: {lastLogLine: {container: main}}, target: 1s, tolerance: 100ms}\n";
+
+    fn logged(ms: &[i64]) -> Timeline {
+        let mut tl = timeline(vec![]);
+        tl.logs = ms.iter().map(|t| line("main", 0, *t, "tick")).collect();
+        tl
+    }
+
+    #[test]
+    fn a_gap_within_its_tolerance_passes_and_one_outside_fails() {
+        let j = judged(RUN, &logged(&[0, 1050]));
+        assert_judged(&j, Outcome::Pass, "expected 1s ±100ms, measured 1.05s");
+        assert!((j.measured[0] - 1.05).abs() < 1e-9, "{:?}", j.measured);
+        assert_eq!(j.marks.len(), 2);
+        let j = judged(RUN, &logged(&[0, 1500]));
+        assert_judged(&j, Outcome::Fail, "measured 1.5s");
+        assert_eq!(j.measured, vec![1.5]);
+    }
+
+    #[test]
+    fn a_missing_mark_waits_while_observing_and_fails_on_whole_evidence() {
+        let mut tl = logged(&[]);
+        tl.complete = false;
+        assert_judged(&judged(RUN, &tl), Outcome::Undecided, "no log line from `main`");
+        tl.complete = true;
+        let j = judged(RUN, &tl);
+        assert_judged(&j, Outcome::Fail, "and the observation is complete");
+        assert!(j.has(Fact::MarkAbsent));
+    }
+
+    #[test]
+    fn a_missing_mark_a_log_gap_could_hide_is_undecided() {
+        let mut tl = logged(&[]);
+        tl.gaps.push(source_gap(
+            EvidenceSource::Logs {
+                container: Some("main".into()),
+                instance: None,
+            },
+            Some(0),
+            Some(5),
+        ));
+        assert_judged(&judged(RUN, &tl), Outcome::Undecided, "undecided: logs of main");
+    }
+
+    #[test]
+    fn a_gap_out_of_bounds_across_an_api_outage_is_undecided_not_failed() {
+        let mut tl = logged(&[0, 3000]);
+        tl.gaps.push(source_gap(EvidenceSource::Api, Some(1), Some(2)));
+        let j = judged(RUN, &tl);
+        assert_judged(&j, Outcome::Undecided, "undecided: API server down");
+        assert!(j.has(Fact::ApiDown));
+        // The measurement is kept, for statistics, though it decides nothing.
+        assert_eq!(j.measured, vec![3.0]);
+    }
+
+    /// From our DELETE (harness clock) to the pod seen Failed (a pod watch receive time).
+    const DELETE_TO_FAILED: &str =
+        "expect:\n  - gap: {from: {action: {action: delete}}, to: {phase: Failed}, max: 2s}\n";
+
+    fn deleted_then_failed(failed_s: i64) -> Timeline {
+        let mut tl = timeline(vec![snap(failed_s, serde_json::json!({"phase": "Failed"}))]);
+        tl.actions.push(action(ActionKind::Delete, 0));
+        tl
+    }
+
+    #[test]
+    fn across_two_streams_a_gap_over_its_bound_by_less_than_their_delays_is_undecided() {
+        assert_judged(
+            &judged(DELETE_TO_FAILED, &deleted_then_failed(2)),
+            Outcome::Pass,
+            "expected at most 2s, measured 2s",
+        );
+        let j = judged(DELETE_TO_FAILED, &deleted_then_failed(3));
+        assert_judged(&j, Outcome::Undecided, "by less than the delay between the two streams");
+        assert!(j.has(Fact::OrderWithinUncertainty));
+        assert_judged(
+            &judged(DELETE_TO_FAILED, &deleted_then_failed(6)),
+            Outcome::Fail,
+            "measured 6s",
+        );
+    }
+
+    #[test]
+    fn status_times_widen_the_tolerance_and_a_coarser_measurement_never_passes() {
+        // startedAt of #0 to startedAt of #1: whole seconds each, so ±1 s around the measurement.
+        let body = "expect:\n  - gap: {from: {containerStarted: {container: main, instance: 0}}, to: {containerStarted: {container: main, instance: 1}}, target: 10s, tolerance: 200ms}\n";
+        let mut tl = timeline(vec![]);
+        tl.instances = vec![
+            instance("main", 0, Some(0), Some((1, 1))),
+            instance("main", 1, Some(10), None),
+        ];
+        let j = judged(body, &tl);
+        assert_judged(&j, Outcome::Undecided, "wider than the expectation's window");
+        assert!(j.has(Fact::CoarserThanTolerance) && j.has(Fact::ToleranceWidened));
+        tl.instances[1].started_at = Some(at(20));
+        assert_judged(&judged(body, &tl), Outcome::Fail, "tolerance widened by 2s");
+    }
+
+    #[test]
+    fn for_each_instance_names_the_first_instance_out_of_bounds() {
+        let body = "expect:\n  - gap: {from: {firstLogLine: {container: main, instance: each}}, to: {lastLogLine: {container: main, instance: each}}, max: 1s, forEachInstance: main}\n";
+        let mut tl = timeline(vec![]);
+        tl.logs = vec![
+            line("main", 0, 0, "a"),
+            line("main", 0, 500, "b"),
+            line("main", 1, 2000, "a"),
+            line("main", 1, 2800, "b"),
+        ];
+        let j = judged(body, &tl);
+        assert_judged(&j, Outcome::Pass, "2 instance(s) within at most 1s: #0 500ms, #1 800ms");
+        assert_eq!(j.measured, vec![0.5, 0.8]);
+        tl.logs.push(line("main", 1, 4000, "c"));
+        assert_judged(&judged(body, &tl), Outcome::Fail, "main#1 out of bounds");
+    }
+
+    #[test]
+    fn bounds_read_as_the_evidence_states_them() {
+        let g = |yaml: &str| {
+            let c = case(&format!(
+                "expect:\n  - gap: {{from: {{firstLogLine: {{container: main}}}}, to: {{lastLogLine: {{container: main}}}}, {yaml}}}\n"
+            ));
+            let Expectation::Gap(g) = &*c.expect[0] else { panic!() };
+            bounds_text(g)
+        };
+        assert_eq!(g("target: 5s, tolerance: 300ms"), "5s ±300ms");
+        assert_eq!(g("min: 1s, max: 4s"), "between 1s and 4s");
+        assert_eq!(g("min: 1s"), "at least 1s");
+        assert_eq!(g("max: 2s"), "at most 2s");
+    }
+}

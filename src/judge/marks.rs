@@ -252,404 +252,451 @@ fn first_instance<'a>(tl: &'a Timeline, r: &'a ContainerInstanceRef) -> Result<&
 
 fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
     match spec {
-        MarkSpec::ContainerStarted(r) => {
-            let i = first_instance(tl, r)?;
-            let t = i
-                .started_at
-                .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
-            // startedAt is truncated to the second; the first log line (same node clock, ns)
-            // bounds the true start from above, so it narrows the interval.
-            let first = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).min();
-            let (precision, note) = match first {
-                Some(f) if f >= t && f < crate::util::ts_add(t, SECOND) => (f.duration_since(t), ", ≤ first log line"),
-                _ => (SECOND, ""),
-            };
-            Ok(Hit::new(
-                t,
-                precision,
-                Clock::Node,
-                format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
-            )
-            .because(STATUS_CAUSE))
-        }
-        MarkSpec::ContainerTerminated(r) => {
-            let i = first_instance(tl, r)?;
-            let t = i
-                .finished_at
-                .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
-            // finishedAt is truncated to the second; the last log line bounds the true end from
-            // below, so the end lies in [max(finishedAt, last line), finishedAt + 1 s).
-            let last = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).max();
-            let (at, note) = match last {
-                Some(l) if l > t && l < crate::util::ts_add(t, SECOND) => (l, ", ≥ last log line"),
-                _ => (t, ""),
-            };
-            Ok(Hit::new(
-                at,
-                crate::util::ts_add(t, SECOND).duration_since(at),
-                Clock::Node,
-                format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
-            )
-            .because(STATUS_CAUSE))
-        }
-        MarkSpec::ContainerSeen(s) => {
-            for snap in &tl.snapshots {
-                let Some(c) = snap.container(&s.container) else {
-                    continue;
-                };
-                let state_ok = matches!(
-                    (&c.state, s.state),
-                    (State::Waiting { .. }, ContainerState::Waiting)
-                        | (State::Running { .. }, ContainerState::Running)
-                        | (State::Terminated(_), ContainerState::Terminated)
-                );
-                let inst_ok = match (s.instance, c.instance) {
-                    (InstanceSel::Any | InstanceSel::Last | InstanceSel::Each, _) => true,
-                    (InstanceSel::Nth(n), Some(i)) => n == i,
-                    // Waiting before any start has no instance: it precedes instance 0.
-                    (InstanceSel::Nth(n), None) => n == c.restart_count,
-                };
-                if state_ok && inst_ok {
-                    return Ok(Hit::new(
-                        snap.received,
-                        ZERO,
-                        Clock::Harness,
-                        format!("{} seen {} @{}", s.container, s.state, hms(snap.received)),
-                    )
-                    .pod_watch());
-                }
-            }
-            Err(format!("`{}`{} never seen {}", s.container, s.instance, s.state))
-        }
-        MarkSpec::Restarts(r) => tl
-            .snapshots
-            .iter()
-            .find(|s| s.container(&r.container).is_some_and(|c| c.restart_count >= r.count))
-            .map(|s| {
-                Hit::new(
-                    s.received,
-                    ZERO,
-                    Clock::Harness,
-                    format!("{} restartCount {} @{}", r.container, r.count, hms(s.received)),
-                )
-                .pod_watch()
-            })
-            .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count)),
-        MarkSpec::Log(l) => {
-            let (lines, label) = log_matches(l, tl)?;
-            let line = l.occurrence.pick(&lines).ok_or_else(|| {
-                format!(
-                    "no {} log line {label} in `{}`{} ({} matching)",
-                    l.occurrence,
-                    l.container,
-                    l.instance,
-                    lines.len()
-                )
-            })?;
-            Ok(log_hit(line))
-        }
-        MarkSpec::FirstLogLine(r) | MarkSpec::LastLogLine(r) => {
-            let first = matches!(spec, MarkSpec::FirstLogLine(_));
-            let inst = log_instances(tl, &r.container, r.instance);
-            let mut lines: Vec<_> = tl
-                .logs_of(&r.container, None)
-                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
-                .collect();
-            lines.sort_by_key(|x| x.time);
-            let line = if first { lines.first() } else { lines.last() };
-            let line = line.ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
-            let which = if first { "first" } else { "last" };
-            Ok(Hit::new(
-                line.time,
-                ZERO,
-                Clock::Node,
-                format!(
-                    "{which} log line \"{}\" {} {}#{}",
-                    line.text,
-                    hms(line.time),
-                    line.container,
-                    line.instance
-                ),
-            )
-            .log(&line.container, line.instance))
-        }
-        MarkSpec::TickStopped(r) => {
-            let inst = log_instances(tl, &r.container, r.instance);
-            let mut lines: Vec<_> = tl
-                .logs_of(&r.container, None)
-                .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
-                .collect();
-            lines.sort_by_key(|x| x.time);
-            let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
-            let last = tail
-                .last()
-                .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
-            // The loop stopped after its last line and before the next tick was due: the
-            // longest recent interval is the period the evidence was sampled at.
-            let period = tail
-                .windows(2)
-                .map(|w| w[1].time.duration_since(w[0].time))
-                .max()
-                .ok_or_else(|| {
-                    format!(
-                        "`{}`{} logged one line: no tick period to measure",
-                        r.container, r.instance
-                    )
-                })?;
-            let p = crate::util::fmt_secs(period.as_secs_f64());
-            // The kill must agree with the kubelet's record of the exit: the true kill lies in
-            // [last tick, last tick + period) and the exit in [finishedAt, finishedAt + 1 s). A
-            // loop that stalled (busybox 1.38's `read -t` after a trap) stops ticking long
-            // before the kill; its last tick is then no reading of the kill, and the only one
-            // left is finishedAt, to the second.
-            let finished = tl
-                .instances_of(&last.container)
-                .find(|i| i.instance == last.instance)
-                .and_then(|i| i.finished_at);
-            if let Some(f) = finished
-                && (crate::util::ts_add(last.time, period) <= f || last.time >= crate::util::ts_add(f, SECOND))
-            {
-                return Ok(Hit::new(
-                    f,
-                    SECOND,
-                    Clock::Node,
-                    format!(
-                        "{}#{} finishedAt {} (the tick loop stopped at \"{}\" {}, a {p} loop, which disagrees with finishedAt: a stalled tick is no reading of the kill)",
-                        last.container,
-                        last.instance,
-                        hms(f),
-                        last.text,
-                        hms(last.time)
-                    ),
-                )
-                .because(format!(
-                    "{STATUS_CAUSE}; the tick loop stalled before the kill, so the kill is read from finishedAt"
-                ))
-                .stalled());
-            }
-            Ok(Hit::new(
-                last.time,
-                period,
-                Clock::Node,
-                format!(
-                    "last tick \"{}\" {} {}#{} of a {p} loop",
-                    last.text,
-                    hms(last.time),
-                    last.container,
-                    last.instance
-                ),
-            )
-            .because(format!("a {p} tick loop stops within one tick after its last line"))
-            .log(&last.container, last.instance))
-        }
-        MarkSpec::Event(e) => {
-            let matches = event_items(e, tl)?;
-            // Items stand for `repeats` occurrences each: pick by counting, never expanding.
-            let total = crate::observe::timeline::occurrences(&matches);
-            let n = match e.occurrence {
-                Occurrence::First => 1,
-                Occurrence::Last => total,
-                Occurrence::Nth(n) => u64::from(n),
-            };
-            let (o, at) = crate::observe::timeline::nth_occurrence(&matches, n)
-                .ok_or_else(|| format!("no {} {} event ({total} seen)", e.occurrence, e.reason))?;
-            Ok(event_hit(o, at))
-        }
-        MarkSpec::Phase(p) => tl
-            .snapshots
-            .iter()
-            .find(|s| s.phase.as_deref() == Some(p.as_str()))
-            .map(|s| {
-                Hit::new(
-                    s.received,
-                    ZERO,
-                    Clock::Harness,
-                    format!("phase {p} seen {}", hms(s.received)),
-                )
-                .pod_watch()
-            })
-            .ok_or_else(|| format!("phase {p} never observed")),
-        MarkSpec::Condition(c) => {
-            let want = format!("{:?}", c.status);
-            let msg = c.message.as_ref().map(|m| compile(m, tl)).transpose()?;
-            // A hit is a snapshot where the condition matches (status, and reason and message
-            // when given) and the previous observed value of the condition did not.
-            let mut prev: Option<bool> = None;
-            let mut hits = vec![];
-            for s in &tl.snapshots {
-                let Some(cond) = s.condition(&c.r#type) else { continue };
-                let now = cond.status == want
-                    && c.reason
-                        .as_ref()
-                        .is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
-                    && msg
-                        .as_ref()
-                        .is_none_or(|m| m.is_match(cond.message.as_deref().unwrap_or_default()));
-                if now && prev != Some(true) {
-                    hits.push(s.received);
-                }
-                prev = Some(now);
-            }
-            let mut label = format!("{}={}", c.r#type, want);
-            if let Some(r) = &c.reason {
-                label.push_str(&format!(" ({r})"));
-            }
-            if let Some(m) = &c.message {
-                label.push_str(&format!(" message {m}"));
-            }
-            let t = pick(c.occurrence, &hits)
-                .ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
-            Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))).pod_watch())
-        }
-        MarkSpec::Ready(f) | MarkSpec::Started(f) => {
-            let which = if matches!(spec, MarkSpec::Ready(_)) {
-                "ready"
-            } else {
-                "started"
-            };
-            let mut prev: Option<bool> = None;
-            let mut hits = vec![];
-            for s in &tl.snapshots {
-                let Some(c) = s.container(&f.container) else { continue };
-                // `started` is absent on old servers and before the kubelet reports it.
-                let Some(v) = (if which == "ready" { Some(c.ready) } else { c.started }) else {
-                    continue;
-                };
-                if v == f.value && prev != Some(v) {
-                    hits.push(s.received);
-                }
-                prev = Some(v);
-            }
-            let t = pick(f.occurrence, &hits).ok_or_else(|| {
-                format!(
-                    "no {} turn of `{}` {which}={} ({} seen)",
-                    f.occurrence,
-                    f.container,
-                    f.value,
-                    hits.len()
-                )
-            })?;
-            Ok(Hit::new(
-                t,
-                ZERO,
-                Clock::Harness,
-                format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
-            )
-            .pod_watch())
-        }
-        MarkSpec::Resized(r) => {
-            // Each time the snapshots turn to match is one occurrence: a rollback to values
-            // seen before the resize matches a second time.
-            let mut prev = false;
-            let mut hits = vec![];
-            let mut last_miss = String::new();
-            for s in &tl.snapshots {
-                let now = match resize_mismatch(r, s) {
-                    None => true,
-                    Some(why) => {
-                        last_miss = why;
-                        false
-                    }
-                };
-                if now && !prev {
-                    hits.push(s.received);
-                }
-                prev = now;
-            }
-            let t = pick(r.occurrence, &hits).ok_or_else(|| {
-                let last = if last_miss.is_empty() {
-                    String::new()
-                } else {
-                    format!("; last seen: {last_miss}")
-                };
-                format!("{} resize never reported ({} seen){last}", r.occurrence, hits.len())
-            })?;
-            let names: Vec<&str> = r.containers.keys().map(String::as_str).collect();
-            Ok(Hit::new(
-                t,
-                ZERO,
-                Clock::Harness,
-                format!("{} reported resized {}", names.join(", "), hms(t)),
-            )
-            .pod_watch())
-        }
-        MarkSpec::Status(st) => {
-            // Each time the column changes to the text is one occurrence.
-            let hits: Vec<Timestamp> = super::status::status_sequence(tl)
-                .into_iter()
-                .filter(|(t, _)| *t == st.is)
-                .map(|(_, s)| s.received)
-                .collect();
-            let t = pick(st.occurrence, &hits)
-                .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
-            Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
-        }
+        MarkSpec::ContainerStarted(r) => container_started(r, tl),
+        MarkSpec::ContainerTerminated(r) => container_terminated(r, tl),
+        MarkSpec::ContainerSeen(s) => container_seen(s, tl),
+        MarkSpec::Restarts(r) => restarts(r, tl),
+        MarkSpec::Log(l) => log_mark(l, tl),
+        MarkSpec::FirstLogLine(r) => end_log_line(r, true, tl),
+        MarkSpec::LastLogLine(r) => end_log_line(r, false, tl),
+        MarkSpec::TickStopped(r) => tick_stopped(r, tl),
+        MarkSpec::Event(e) => event_mark(e, tl),
+        MarkSpec::Phase(p) => phase_mark(p, tl),
+        MarkSpec::Condition(c) => condition_mark(c, tl),
+        MarkSpec::Ready(f) => flag_turn(f, "ready", tl),
+        MarkSpec::Started(f) => flag_turn(f, "started", tl),
+        MarkSpec::Resized(r) => resized(r, tl),
+        MarkSpec::Status(st) => status_mark(st, tl),
         MarkSpec::ActiveDeadline => active_deadline(tl),
-        MarkSpec::ObservedGeneration(g) => {
-            // Only the kubelet writes it, and never above the pod's generation: the first
-            // snapshot at or above `g` is when its sync of that spec was seen.
-            let latest = tl.snapshots.iter().rev().find_map(|s| s.observed_generation);
-            let s = tl
-                .snapshots
-                .iter()
-                .find(|s| s.observed_generation.is_some_and(|o| o >= *g))
-                .ok_or_else(|| match latest {
-                    Some(l) => format!("observedGeneration {g} never seen (the latest: {l})"),
-                    None => format!("observedGeneration {g} never seen (the kubelet wrote none)"),
-                })?;
-            let seen = s.observed_generation.unwrap_or_default();
-            Ok(Hit::new(
+        MarkSpec::ObservedGeneration(g) => observed_generation(g, tl),
+        MarkSpec::PodGone => pod_gone(tl),
+        MarkSpec::Action(a) => action_mark(a, tl),
+    }
+}
+
+/// A container instance's `startedAt`, narrowed by its first log line.
+fn container_started(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+    let i = first_instance(tl, r)?;
+    let t = i
+        .started_at
+        .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
+    // startedAt is truncated to the second; the first log line (same node clock, ns)
+    // bounds the true start from above, so it narrows the interval.
+    let first = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).min();
+    let (precision, note) = match first {
+        Some(f) if f >= t && f < crate::util::ts_add(t, SECOND) => (f.duration_since(t), ", ≤ first log line"),
+        _ => (SECOND, ""),
+    };
+    Ok(Hit::new(
+        t,
+        precision,
+        Clock::Node,
+        format!("{}#{} startedAt {}{note}", i.container, i.instance, hms(t)),
+    )
+    .because(STATUS_CAUSE))
+}
+
+/// A container instance's `finishedAt`, narrowed by its last log line.
+fn container_terminated(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+    let i = first_instance(tl, r)?;
+    let t = i
+        .finished_at
+        .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
+    // finishedAt is truncated to the second; the last log line bounds the true end from
+    // below, so the end lies in [max(finishedAt, last line), finishedAt + 1 s).
+    let last = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).max();
+    let (at, note) = match last {
+        Some(l) if l > t && l < crate::util::ts_add(t, SECOND) => (l, ", ≥ last log line"),
+        _ => (t, ""),
+    };
+    Ok(Hit::new(
+        at,
+        crate::util::ts_add(t, SECOND).duration_since(at),
+        Clock::Node,
+        format!("{}#{} finishedAt {}{note}", i.container, i.instance, hms(t)),
+    )
+    .because(STATUS_CAUSE))
+}
+
+/// The first pod version showing the instance in a state.
+fn container_seen(s: &ContainerSeen, tl: &Timeline) -> Result<Hit, String> {
+    for snap in &tl.snapshots {
+        let Some(c) = snap.container(&s.container) else {
+            continue;
+        };
+        let state_ok = matches!(
+            (&c.state, s.state),
+            (State::Waiting { .. }, ContainerState::Waiting)
+                | (State::Running { .. }, ContainerState::Running)
+                | (State::Terminated(_), ContainerState::Terminated)
+        );
+        let inst_ok = match (s.instance, c.instance) {
+            (InstanceSel::Any | InstanceSel::Last | InstanceSel::Each, _) => true,
+            (InstanceSel::Nth(n), Some(i)) => n == i,
+            // Waiting before any start has no instance: it precedes instance 0.
+            (InstanceSel::Nth(n), None) => n == c.restart_count,
+        };
+        if state_ok && inst_ok {
+            return Ok(Hit::new(
+                snap.received,
+                ZERO,
+                Clock::Harness,
+                format!("{} seen {} @{}", s.container, s.state, hms(snap.received)),
+            )
+            .pod_watch());
+        }
+    }
+    Err(format!("`{}`{} never seen {}", s.container, s.instance, s.state))
+}
+
+/// The first pod version whose restartCount reached the mark's.
+fn restarts(r: &RestartsMark, tl: &Timeline) -> Result<Hit, String> {
+    tl.snapshots
+        .iter()
+        .find(|s| s.container(&r.container).is_some_and(|c| c.restart_count >= r.count))
+        .map(|s| {
+            Hit::new(
                 s.received,
                 ZERO,
                 Clock::Harness,
-                format!("observedGeneration {seen} seen {}", hms(s.received)),
+                format!("{} restartCount {} @{}", r.container, r.count, hms(s.received)),
             )
-            .pod_watch())
-        }
-        MarkSpec::PodGone => tl
-            .deleted
-            .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
-            .ok_or_else(|| "the pod was never seen deleted".to_string()),
-        MarkSpec::Action(a) => {
-            let times: Vec<_> = tl
-                .actions
-                .iter()
-                .filter(|x| x.kind == a.action)
-                .map(|x| x.sent)
-                .collect();
-            let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
-            // The server acted between our sending and its answer.
-            let done = tl
-                .actions
-                .iter()
-                .find(|x| x.kind == a.action && x.sent == t)
-                .and_then(|x| x.done)
-                .filter(|d| *d >= t);
-            let name = match a.action {
-                ActionKind::Apply => "apply",
-                ActionKind::Delete => "DELETE",
-                ActionKind::Patch => "patch",
-                ActionKind::ApplyObject => "object apply",
-                ActionKind::Ephemeral => "ephemeral container",
-                ActionKind::Exec => "exec",
-                ActionKind::UpdateObject => "object update",
-                ActionKind::DeleteObject => "object delete",
-                ActionKind::Resize => "resize",
-                ActionKind::Update => "update",
-            };
-            let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
-            hit.stream = Stream::Action;
-            hit.reaction = WATCH_DELIVERY;
-            if let Some(d) = done {
-                hit.late = d.duration_since(t);
-                hit.stream_cause = Some(format!(
-                    "the server applied our {name} within its {} round trip",
-                    crate::util::fmt_secs(hit.late.as_secs_f64())
-                ));
-            }
-            Ok(hit)
-        }
+            .pod_watch()
+        })
+        .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count))
+}
+
+/// The chosen occurrence of a matching log line.
+fn log_mark(l: &LogMark, tl: &Timeline) -> Result<Hit, String> {
+    let (lines, label) = log_matches(l, tl)?;
+    let line = l.occurrence.pick(&lines).ok_or_else(|| {
+        format!(
+            "no {} log line {label} in `{}`{} ({} matching)",
+            l.occurrence,
+            l.container,
+            l.instance,
+            lines.len()
+        )
+    })?;
+    Ok(log_hit(line))
+}
+
+/// The first (`first`) or last log line of the selected instances.
+fn end_log_line(r: &ContainerInstanceRef, first: bool, tl: &Timeline) -> Result<Hit, String> {
+    let inst = log_instances(tl, &r.container, r.instance);
+    let mut lines: Vec<_> = tl
+        .logs_of(&r.container, None)
+        .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+        .collect();
+    lines.sort_by_key(|x| x.time);
+    let line = if first { lines.first() } else { lines.last() };
+    let line = line.ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+    let which = if first { "first" } else { "last" };
+    Ok(Hit::new(
+        line.time,
+        ZERO,
+        Clock::Node,
+        format!(
+            "{which} log line \"{}\" {} {}#{}",
+            line.text,
+            hms(line.time),
+            line.container,
+            line.instance
+        ),
+    )
+    .log(&line.container, line.instance))
+}
+
+/// When a tick loop stopped: within one period after its last line, or finishedAt when the loop
+/// stalled before the kill.
+fn tick_stopped(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+    let inst = log_instances(tl, &r.container, r.instance);
+    let mut lines: Vec<_> = tl
+        .logs_of(&r.container, None)
+        .filter(|x| inst.as_ref().is_none_or(|v| v.contains(&x.instance)))
+        .collect();
+    lines.sort_by_key(|x| x.time);
+    let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
+    let last = tail
+        .last()
+        .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+    // The loop stopped after its last line and before the next tick was due: the
+    // longest recent interval is the period the evidence was sampled at.
+    let period = tail
+        .windows(2)
+        .map(|w| w[1].time.duration_since(w[0].time))
+        .max()
+        .ok_or_else(|| {
+            format!(
+                "`{}`{} logged one line: no tick period to measure",
+                r.container, r.instance
+            )
+        })?;
+    let p = crate::util::fmt_secs(period.as_secs_f64());
+    // The kill must agree with the kubelet's record of the exit: the true kill lies in
+    // [last tick, last tick + period) and the exit in [finishedAt, finishedAt + 1 s). A
+    // loop that stalled (busybox 1.38's `read -t` after a trap) stops ticking long
+    // before the kill; its last tick is then no reading of the kill, and the only one
+    // left is finishedAt, to the second.
+    let finished = tl
+        .instances_of(&last.container)
+        .find(|i| i.instance == last.instance)
+        .and_then(|i| i.finished_at);
+    if let Some(f) = finished
+        && (crate::util::ts_add(last.time, period) <= f || last.time >= crate::util::ts_add(f, SECOND))
+    {
+        return Ok(Hit::new(
+            f,
+            SECOND,
+            Clock::Node,
+            format!(
+                "{}#{} finishedAt {} (the tick loop stopped at \"{}\" {}, a {p} loop, which disagrees with finishedAt: a stalled tick is no reading of the kill)",
+                last.container,
+                last.instance,
+                hms(f),
+                last.text,
+                hms(last.time)
+            ),
+        )
+        .because(format!(
+            "{STATUS_CAUSE}; the tick loop stalled before the kill, so the kill is read from finishedAt"
+        ))
+        .stalled());
     }
+    Ok(Hit::new(
+        last.time,
+        period,
+        Clock::Node,
+        format!(
+            "last tick \"{}\" {} {}#{} of a {p} loop",
+            last.text,
+            hms(last.time),
+            last.container,
+            last.instance
+        ),
+    )
+    .because(format!("a {p} tick loop stops within one tick after its last line"))
+    .log(&last.container, last.instance))
+}
+
+/// The chosen occurrence of an event, counted over repeated items.
+fn event_mark(e: &EventMark, tl: &Timeline) -> Result<Hit, String> {
+    let matches = event_items(e, tl)?;
+    // Items stand for `repeats` occurrences each: pick by counting, never expanding.
+    let total = crate::observe::timeline::occurrences(&matches);
+    let n = match e.occurrence {
+        Occurrence::First => 1,
+        Occurrence::Last => total,
+        Occurrence::Nth(n) => u64::from(n),
+    };
+    let (o, at) = crate::observe::timeline::nth_occurrence(&matches, n)
+        .ok_or_else(|| format!("no {} {} event ({total} seen)", e.occurrence, e.reason))?;
+    Ok(event_hit(o, at))
+}
+
+/// The first pod version in a phase.
+fn phase_mark(p: &PodPhase, tl: &Timeline) -> Result<Hit, String> {
+    tl.snapshots
+        .iter()
+        .find(|s| s.phase.as_deref() == Some(p.as_str()))
+        .map(|s| {
+            Hit::new(
+                s.received,
+                ZERO,
+                Clock::Harness,
+                format!("phase {p} seen {}", hms(s.received)),
+            )
+            .pod_watch()
+        })
+        .ok_or_else(|| format!("phase {p} never observed"))
+}
+
+/// The chosen turn of a pod condition to a status (and reason and message).
+fn condition_mark(c: &ConditionMark, tl: &Timeline) -> Result<Hit, String> {
+    let want = format!("{:?}", c.status);
+    let msg = c.message.as_ref().map(|m| compile(m, tl)).transpose()?;
+    // A hit is a snapshot where the condition matches (status, and reason and message
+    // when given) and the previous observed value of the condition did not.
+    let mut prev: Option<bool> = None;
+    let mut hits = vec![];
+    for s in &tl.snapshots {
+        let Some(cond) = s.condition(&c.r#type) else { continue };
+        let now = cond.status == want
+            && c.reason
+                .as_ref()
+                .is_none_or(|r| cond.reason.as_deref() == Some(r.as_str()))
+            && msg
+                .as_ref()
+                .is_none_or(|m| m.is_match(cond.message.as_deref().unwrap_or_default()));
+        if now && prev != Some(true) {
+            hits.push(s.received);
+        }
+        prev = Some(now);
+    }
+    let mut label = format!("{}={}", c.r#type, want);
+    if let Some(r) = &c.reason {
+        label.push_str(&format!(" ({r})"));
+    }
+    if let Some(m) = &c.message {
+        label.push_str(&format!(" message {m}"));
+    }
+    let t = pick(c.occurrence, &hits).ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
+    Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))).pod_watch())
+}
+
+/// The chosen turn of a container's `ready` or `started` flag (`which`) to a value.
+fn flag_turn(f: &FlagMark, which: &str, tl: &Timeline) -> Result<Hit, String> {
+    let mut prev: Option<bool> = None;
+    let mut hits = vec![];
+    for s in &tl.snapshots {
+        let Some(c) = s.container(&f.container) else { continue };
+        // `started` is absent on old servers and before the kubelet reports it.
+        let Some(v) = (if which == "ready" { Some(c.ready) } else { c.started }) else {
+            continue;
+        };
+        if v == f.value && prev != Some(v) {
+            hits.push(s.received);
+        }
+        prev = Some(v);
+    }
+    let t = pick(f.occurrence, &hits).ok_or_else(|| {
+        format!(
+            "no {} turn of `{}` {which}={} ({} seen)",
+            f.occurrence,
+            f.container,
+            f.value,
+            hits.len()
+        )
+    })?;
+    Ok(Hit::new(
+        t,
+        ZERO,
+        Clock::Harness,
+        format!("{} {which}={} seen {}", f.container, f.value, hms(t)),
+    )
+    .pod_watch())
+}
+
+/// The chosen time the containers' reported resources turn to match a resize.
+fn resized(r: &ResizedMark, tl: &Timeline) -> Result<Hit, String> {
+    // Each time the snapshots turn to match is one occurrence: a rollback to values
+    // seen before the resize matches a second time.
+    let mut prev = false;
+    let mut hits = vec![];
+    let mut last_miss = String::new();
+    for s in &tl.snapshots {
+        let now = match resize_mismatch(r, s) {
+            None => true,
+            Some(why) => {
+                last_miss = why;
+                false
+            }
+        };
+        if now && !prev {
+            hits.push(s.received);
+        }
+        prev = now;
+    }
+    let t = pick(r.occurrence, &hits).ok_or_else(|| {
+        let last = if last_miss.is_empty() {
+            String::new()
+        } else {
+            format!("; last seen: {last_miss}")
+        };
+        format!("{} resize never reported ({} seen){last}", r.occurrence, hits.len())
+    })?;
+    let names: Vec<&str> = r.containers.keys().map(String::as_str).collect();
+    Ok(Hit::new(
+        t,
+        ZERO,
+        Clock::Harness,
+        format!("{} reported resized {}", names.join(", "), hms(t)),
+    )
+    .pod_watch())
+}
+
+/// The chosen time the STATUS column turns to a text.
+fn status_mark(st: &StatusMark, tl: &Timeline) -> Result<Hit, String> {
+    // Each time the column changes to the text is one occurrence.
+    let hits: Vec<Timestamp> = super::status::status_sequence(tl)
+        .into_iter()
+        .filter(|(t, _)| *t == st.is)
+        .map(|(_, s)| s.received)
+        .collect();
+    let t = pick(st.occurrence, &hits)
+        .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
+    Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
+}
+
+/// The first pod version whose observedGeneration reached the mark's.
+fn observed_generation(g: &i64, tl: &Timeline) -> Result<Hit, String> {
+    // Only the kubelet writes it, and never above the pod's generation: the first
+    // snapshot at or above `g` is when its sync of that spec was seen.
+    let latest = tl.snapshots.iter().rev().find_map(|s| s.observed_generation);
+    let s = tl
+        .snapshots
+        .iter()
+        .find(|s| s.observed_generation.is_some_and(|o| o >= *g))
+        .ok_or_else(|| match latest {
+            Some(l) => format!("observedGeneration {g} never seen (the latest: {l})"),
+            None => format!("observedGeneration {g} never seen (the kubelet wrote none)"),
+        })?;
+    let seen = s.observed_generation.unwrap_or_default();
+    Ok(Hit::new(
+        s.received,
+        ZERO,
+        Clock::Harness,
+        format!("observedGeneration {seen} seen {}", hms(s.received)),
+    )
+    .pod_watch())
+}
+
+/// The pod's DELETED watch event.
+fn pod_gone(tl: &Timeline) -> Result<Hit, String> {
+    tl.deleted
+        .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
+        .ok_or_else(|| "the pod was never seen deleted".to_string())
+}
+
+/// One of our own actions: sent, late by its round trip.
+fn action_mark(a: &ActionMark, tl: &Timeline) -> Result<Hit, String> {
+    let times: Vec<_> = tl
+        .actions
+        .iter()
+        .filter(|x| x.kind == a.action)
+        .map(|x| x.sent)
+        .collect();
+    let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
+    // The server acted between our sending and its answer.
+    let done = tl
+        .actions
+        .iter()
+        .find(|x| x.kind == a.action && x.sent == t)
+        .and_then(|x| x.done)
+        .filter(|d| *d >= t);
+    let name = match a.action {
+        ActionKind::Apply => "apply",
+        ActionKind::Delete => "DELETE",
+        ActionKind::Patch => "patch",
+        ActionKind::ApplyObject => "object apply",
+        ActionKind::Ephemeral => "ephemeral container",
+        ActionKind::Exec => "exec",
+        ActionKind::UpdateObject => "object update",
+        ActionKind::DeleteObject => "object delete",
+        ActionKind::Resize => "resize",
+        ActionKind::Update => "update",
+    };
+    let mut hit = Hit::new(t, ZERO, Clock::Harness, format!("our {name} sent {}", hms(t)));
+    hit.stream = Stream::Action;
+    hit.reaction = WATCH_DELIVERY;
+    if let Some(d) = done {
+        hit.late = d.duration_since(t);
+        hit.stream_cause = Some(format!(
+            "the server applied our {name} within its {} round trip",
+            crate::util::fmt_secs(hit.late.as_secs_f64())
+        ));
+    }
+    Ok(hit)
 }
 
 fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
@@ -833,5 +880,95 @@ mod active_deadline_tests {
     fn no_deadline_or_no_start_is_no_mark() {
         assert!(resolve_in(vec![snap(0, Some(0), None)]).is_err());
         assert!(resolve_in(vec![snap(0, None, Some(5))]).is_err());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::observe::{ActionKind, EvidenceSource};
+
+    fn spec(yaml: &str) -> MarkSpec {
+        serde_saphyr::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"))
+    }
+
+    const STARTED: &str = "{containerStarted: {container: main, instance: 0}}";
+    const FINISHED: &str = "{containerTerminated: {container: main, instance: 0}}";
+
+    #[test]
+    fn a_first_log_line_within_the_second_narrows_a_start() {
+        let mut tl = timeline(vec![]);
+        tl.instances.push(instance("main", 0, Some(0), Some((5, 0))));
+        let h = resolve(&spec(STARTED), &tl).unwrap();
+        assert_eq!((h.at, h.precision, h.clock), (at(0), SECOND, Clock::Node));
+        assert_eq!(h.cause.as_deref(), Some(STATUS_CAUSE));
+        tl.logs.push(line("main", 0, 300, "hello"));
+        let h = resolve(&spec(STARTED), &tl).unwrap();
+        assert_eq!((h.at, h.precision), (at(0), SignedDuration::from_millis(300)));
+        assert!(h.what.ends_with("≤ first log line"), "{}", h.what);
+    }
+
+    #[test]
+    fn a_last_log_line_within_the_second_raises_an_end() {
+        let mut tl = timeline(vec![]);
+        tl.instances.push(instance("main", 0, Some(0), Some((5, 0))));
+        tl.logs.push(line("main", 0, 5400, "bye"));
+        let h = resolve(&spec(FINISHED), &tl).unwrap();
+        assert_eq!((h.at, h.precision), (at_ms(5400), SignedDuration::from_millis(600)));
+        assert!(h.what.ends_with("≥ last log line"), "{}", h.what);
+        tl.instances[0].finished_at = None;
+        let why = resolve(&spec(FINISHED), &tl).unwrap_err();
+        assert_eq!(why, "main#0 has not terminated");
+    }
+
+    #[test]
+    fn a_first_sighting_right_after_a_pod_watch_gap_is_uncertain() {
+        let mut tl = timeline(in_phases(&["Pending", "Pending", "Pending", "Running"]));
+        let running = spec("{phase: Running}");
+        let h = resolve(&running, &tl).unwrap();
+        assert_eq!((h.at, h.stream.clone()), (at(3), Stream::PodWatch));
+        assert!(h.uncertain.is_none());
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(2), Some(3)));
+        let h = resolve(&running, &tl).unwrap();
+        assert!(
+            h.uncertain.as_deref().is_some_and(|g| g.starts_with("pod watch down")),
+            "{h:?}"
+        );
+        assert_eq!(h.uncertain_span, Some((Some(at(2)), Some(at(3)))));
+        // Our own actions are never hidden by a watch's gap.
+        assert!(hiding_gaps(&spec("{action: {action: delete}}"), &tl, None).is_empty());
+        assert_eq!(hiding_gaps(&running, &tl, None).len(), 1);
+    }
+
+    #[test]
+    fn an_action_is_late_by_its_round_trip() {
+        let mut tl = timeline(vec![]);
+        let mut delete = action(ActionKind::Delete, 1000);
+        delete.done = Some(at_ms(1250));
+        tl.actions.push(delete);
+        let h = resolve(&spec("{action: {action: delete}}"), &tl).unwrap();
+        assert_eq!(
+            (h.at, h.late, h.stream.clone()),
+            (at(1), SignedDuration::from_millis(250), Stream::Action)
+        );
+        assert_eq!(h.reaction, WATCH_DELIVERY);
+        let why = resolve(&spec("{action: {action: apply}}"), &tl).unwrap_err();
+        assert!(why.starts_with("no first"), "{why}");
+    }
+
+    #[test]
+    fn a_log_mark_picks_its_occurrence() {
+        let mut tl = timeline(vec![]);
+        tl.logs = vec![
+            line("main", 0, 100, "tick"),
+            line("main", 0, 200, "tock"),
+            line("main", 0, 300, "tick"),
+        ];
+        let second = spec("{log: {container: main, regex: tick, occurrence: 2}}");
+        assert_eq!(resolve(&second, &tl).unwrap().at, at_ms(300));
+        let last = spec("{log: {container: main, regex: tick, occurrence: last}}");
+        assert_eq!(resolve(&last, &tl).unwrap().at, at_ms(300));
+        assert!(resolve(&spec("{log: {container: main, regex: tick, occurrence: 3}}"), &tl).is_err());
     }
 }

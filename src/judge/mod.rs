@@ -21,6 +21,8 @@ mod phase;
 pub mod sequence;
 pub mod status;
 mod steps;
+#[cfg(test)]
+mod testkit;
 mod verdict;
 
 use jiff::{SignedDuration, Timestamp};

@@ -202,3 +202,100 @@ pub(super) fn never_after(case: &Case, n: &NeverExpect, after: &MarkRef, tl: &Ti
         _ => undecided(format!("{window}: not so far (after {})", a.what)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// Judges the case's first expectation, a `never`.
+    fn judged(expect: &str, tl: &Timeline) -> J {
+        let c = case(&format!("expect:\n  - never: {expect}\n"));
+        let Expectation::Never(n) = &*c.expect[0] else {
+            panic!("not a never expectation: {expect}")
+        };
+        never(&c, n, tl)
+    }
+
+    const NEVER_FAILED: &str = "{mark: {phase: Failed}}";
+
+    #[test]
+    fn a_mark_seen_fails_and_one_absent_from_whole_evidence_passes() {
+        let j = judged(NEVER_FAILED, &timeline(in_phases(&["Pending", "Failed"])));
+        assert_judged(&j, Outcome::Fail, "it occurred (phase Failed seen 08:00:01.000)");
+        let j = judged(NEVER_FAILED, &timeline(in_phases(&["Pending", "Succeeded"])));
+        assert_judged(&j, Outcome::Pass, "did not occur");
+    }
+
+    #[test]
+    fn an_absence_is_undecided_until_the_end_or_where_the_source_was_down() {
+        let mut tl = timeline(in_phases(&["Pending", "Running"]));
+        tl.complete = false;
+        assert_judged(&judged(NEVER_FAILED, &tl), Outcome::Undecided, "not so far");
+        tl.complete = true;
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(1), None));
+        assert_judged(
+            &judged(NEVER_FAILED, &tl),
+            Outcome::Undecided,
+            "did not occur; undecided: pod watch down from 08:00:01.000 to the end",
+        );
+    }
+
+    const FAILED_BEFORE_RUNNING: &str = "{mark: {phase: Failed}, before: {phase: Running}}";
+
+    #[test]
+    fn never_before_fails_on_a_mark_first_and_passes_on_the_other_first() {
+        let j = judged(
+            FAILED_BEFORE_RUNNING,
+            &timeline(in_phases(&["Pending", "Running", "Failed"])),
+        );
+        assert_judged(&j, Outcome::Pass, "(phase Running seen 08:00:01.000)");
+        let j = judged(
+            FAILED_BEFORE_RUNNING,
+            &timeline(in_phases(&["Pending", "Failed", "Running"])),
+        );
+        assert_judged(&j, Outcome::Fail, "it occurred first");
+        // Neither came: the closing mark is part of the experiment, so its absence fails.
+        let j = judged(FAILED_BEFORE_RUNNING, &timeline(in_phases(&["Pending"])));
+        assert_judged(&j, Outcome::Fail, "never came");
+        assert!(j.has(Fact::MarkAbsent));
+    }
+
+    /// `main`#1 must not start after our DELETE.
+    const NO_START_AFTER_DELETE: &str =
+        "{mark: {containerStarted: {container: main, instance: 1}}, after: {action: {action: delete}}}";
+
+    /// Our DELETE sent at `delete_ms`, `main`#1 started at `started` (whole seconds).
+    fn deleted(delete_ms: i64, started: i64) -> Timeline {
+        let mut tl = timeline(vec![]);
+        tl.actions.push(action(ActionKind::Delete, delete_ms));
+        tl.instances.push(instance("main", 1, Some(started), None));
+        tl
+    }
+
+    #[test]
+    fn never_after_fails_inside_the_window_and_passes_before_it() {
+        let j = judged(NO_START_AFTER_DELETE, &deleted(500, 2));
+        assert_judged(&j, Outcome::Fail, "it occurred inside the window");
+        assert_eq!(j.marks.len(), 2);
+        let j = judged(NO_START_AFTER_DELETE, &deleted(3000, 1));
+        assert_judged(&j, Outcome::Pass, "did not occur after our DELETE");
+    }
+
+    #[test]
+    fn never_after_within_a_status_times_second_of_the_window_is_undecided() {
+        // startedAt 0 s stands for [0 s, 1 s): on either side of a DELETE at 500 ms.
+        let j = judged(NO_START_AFTER_DELETE, &deleted(500, 0));
+        assert_judged(&j, Outcome::Undecided, "on the window's edge");
+    }
+
+    #[test]
+    fn never_after_a_window_that_never_opened_fails_on_whole_evidence() {
+        let mut tl = timeline(vec![]);
+        tl.instances.push(instance("main", 1, Some(2), None));
+        let j = judged(NO_START_AFTER_DELETE, &tl);
+        assert_judged(&j, Outcome::Fail, "the window never opened");
+        tl.complete = false;
+        assert_judged(&judged(NO_START_AFTER_DELETE, &tl), Outcome::Undecided, "waiting");
+    }
+}

@@ -176,3 +176,100 @@ fn intrinsic_order(case: &Case, a: &MarkRef, b: &MarkRef) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    /// Judges the case's first expectation, an `order`.
+    fn judged(expect: &str, tl: &Timeline) -> J {
+        let c = case(&format!("expect:\n  - order: {expect}\n"));
+        let Expectation::Order(list) = &*c.expect[0] else {
+            panic!("not an order expectation: {expect}")
+        };
+        order(&c, list, tl)
+    }
+
+    const PENDING_RUNNING: &str = "[{phase: Pending}, {phase: Running}]";
+
+    #[test]
+    fn marks_of_one_stream_in_order_pass_and_inverted_fail() {
+        let j = judged(PENDING_RUNNING, &timeline(in_phases(&["Pending", "Running"])));
+        assert_judged(&j, Outcome::Pass, "08:00:00.000) < ");
+        assert_eq!(j.marks.len(), 2);
+        let j = judged(PENDING_RUNNING, &timeline(in_phases(&["Running", "Pending"])));
+        assert_judged(&j, Outcome::Fail, "came 1s later");
+    }
+
+    #[test]
+    fn a_missing_mark_waits_then_fails_on_whole_evidence() {
+        let mut tl = timeline(in_phases(&["Pending"]));
+        tl.complete = false;
+        assert_judged(&judged(PENDING_RUNNING, &tl), Outcome::Undecided, "order: waiting");
+        tl.complete = true;
+        assert_judged(
+            &judged(PENDING_RUNNING, &tl),
+            Outcome::Fail,
+            "phase Running never observed, and the observation is complete",
+        );
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(0), None));
+        assert_judged(
+            &judged(PENDING_RUNNING, &tl),
+            Outcome::Undecided,
+            "undecided: pod watch down",
+        );
+    }
+
+    /// The pod seen Failed (a pod watch receive time, up to 1 s late) before our DELETE.
+    const FAILED_THEN_DELETE: &str = "[{phase: Failed}, {action: {action: delete}}]";
+
+    fn failed_and_deleted(failed_s: i64, delete_ms: i64) -> Timeline {
+        let mut tl = timeline(vec![snap(failed_s, serde_json::json!({"phase": "Failed"}))]);
+        tl.actions.push(action(ActionKind::Delete, delete_ms));
+        tl
+    }
+
+    #[test]
+    fn across_streams_an_inversion_within_the_delivery_delay_is_undecided() {
+        assert_judged(
+            &judged(FAILED_THEN_DELETE, &failed_and_deleted(1, 2000)),
+            Outcome::Pass,
+            "order: ",
+        );
+        let j = judged(FAILED_THEN_DELETE, &failed_and_deleted(2, 1500));
+        assert_judged(&j, Outcome::Undecided, "within their uncertainty");
+        assert!(j.has(Fact::OrderWithinUncertainty));
+        assert_judged(
+            &judged(FAILED_THEN_DELETE, &failed_and_deleted(3, 0)),
+            Outcome::Fail,
+            "beyond both marks' uncertainty",
+        );
+    }
+
+    #[test]
+    fn an_inversion_across_a_kubelet_restart_is_undecided() {
+        let mut tl = timeline(in_phases(&["Running", "Pending"]));
+        tl.gaps.push(source_gap(EvidenceSource::Kubelet, Some(0), Some(1)));
+        let j = judged(PENDING_RUNNING, &tl);
+        assert_judged(&j, Outcome::Undecided, "undecided: test outage between");
+        assert!(j.has(Fact::KubeletRestarted));
+    }
+
+    #[test]
+    fn restart_counts_are_in_order_by_definition() {
+        // Both counts in one pod version: the same instant, in order because the count only grows.
+        let counted = |n: u32| container_status("main", serde_json::json!({"state": "running"}), n, true);
+        let tl = timeline(vec![snap(0, serde_json::json!({"containers": [counted(2)]}))]);
+        let j = judged(
+            "[{restarts: {container: main, count: 1}}, {restarts: {container: main, count: 2}}]",
+            &tl,
+        );
+        assert_eq!(j.outcome, Outcome::Pass, "{}", j.evidence);
+        let j = judged(
+            "[{phase: Running}, {phase: Running}]",
+            &timeline(in_phases(&["Running"])),
+        );
+        assert_judged(&j, Outcome::Fail, "both are at the same instant");
+    }
+}

@@ -166,3 +166,107 @@ pub fn ran(tl: &Timeline, kinds: &[ContainerKind]) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    const PHASES: &[&str] = &["Pending", "Running", "Succeeded"];
+
+    fn phases_of(seen: &[&str], tl: &Timeline, settled: bool) -> SeqMatch {
+        match_sequence(Subject::Phase, &strings(PHASES), &strings(seen), tl, settled)
+    }
+
+    #[test]
+    fn the_sequence_as_expected_is_exact_and_another_a_mismatch() {
+        let tl = timeline(vec![]);
+        assert_eq!(phases_of(PHASES, &tl, true), SeqMatch::Exact);
+        assert_eq!(phases_of(&["Pending", "Failed"], &tl, true), SeqMatch::Mismatch);
+        assert_eq!(phases_of(&["Running", "Pending"], &tl, true), SeqMatch::Mismatch);
+    }
+
+    #[test]
+    fn a_start_of_the_sequence_is_a_prefix_until_the_pod_settles() {
+        let tl = timeline(vec![]);
+        assert_eq!(phases_of(&["Pending", "Running"], &tl, false), SeqMatch::Prefix);
+        assert_eq!(phases_of(&["Pending", "Running"], &tl, true), SeqMatch::Mismatch);
+    }
+
+    #[test]
+    fn a_skipped_running_phase_needs_proof_that_a_container_ran() {
+        let mut tl = timeline(vec![]);
+        assert_eq!(
+            phases_of(&["Pending", "Succeeded"], &tl, true),
+            SeqMatch::Unproven(strings(&["Running"]))
+        );
+        tl.logs.push(line("main", 0, 250, "hello"));
+        let SeqMatch::Skipped(skips) = phases_of(&["Pending", "Succeeded"], &tl, true) else {
+            panic!("Running skipped with proof")
+        };
+        assert_eq!(skips[0].0, "Running");
+        assert!(
+            skips[0].1.contains("`main` ran: 1 log line(s) from 08:00:00.250"),
+            "{skips:?}"
+        );
+    }
+
+    #[test]
+    fn only_an_interior_phase_may_be_skipped() {
+        // Succeeded is last: nothing superseded it, so it must be seen.
+        let mut tl = timeline(vec![]);
+        tl.logs.push(line("main", 0, 0, "hello"));
+        assert_eq!(phases_of(&["Pending", "Running"], &tl, true), SeqMatch::Mismatch);
+    }
+
+    #[test]
+    fn a_leading_initialized_false_is_skippable_when_an_init_container_ran() {
+        let want = strings(&["False", "True"]);
+        let mut tl = timeline(vec![]);
+        let initialized =
+            |tl: &Timeline| match_sequence(Subject::Condition("Initialized"), &want, &strings(&["True"]), tl, true);
+        assert_eq!(initialized(&tl), SeqMatch::Unproven(strings(&["False"])));
+        tl.pod.containers.push(ContainerRef {
+            name: "init".into(),
+            kind: ContainerKind::Init,
+            probe_period: None,
+        });
+        tl.instances.push(Instance {
+            kind: ContainerKind::Init,
+            ..instance("init", 0, Some(0), Some((1, 0)))
+        });
+        let SeqMatch::Skipped(skips) = initialized(&tl) else {
+            panic!("False skipped with proof")
+        };
+        assert!(
+            skips[0]
+                .1
+                .contains("`init`#0 ran: startedAt 08:00:00.000, finished 08:00:01.000 exitCode 0"),
+            "{skips:?}"
+        );
+        // Ready depends on probes: never skippable.
+        let ready = match_sequence(Subject::Condition("Ready"), &want, &strings(&["True"]), &tl, true);
+        assert_eq!(ready, SeqMatch::Mismatch);
+    }
+
+    #[test]
+    fn a_start_time_before_the_pod_existed_is_no_proof_of_a_run() {
+        let mut tl = timeline(vec![]);
+        tl.pod.creation_timestamp = Some(at(10));
+        tl.instances.push(instance("main", 0, Some(5), None));
+        assert_eq!(ran(&tl, &[ContainerKind::Regular]), None);
+        tl.instances[0].started_at = Some(at(10));
+        assert_eq!(
+            ran(&tl, &[ContainerKind::Regular]).as_deref(),
+            Some("`main`#0 ran: startedAt 08:00:10.000")
+        );
+        // The API's placeholder for a container that never started.
+        tl.pod.creation_timestamp = None;
+        tl.instances[0].started_at = Some(Timestamp::UNIX_EPOCH);
+        assert_eq!(ran(&tl, &[ContainerKind::Regular]), None);
+    }
+}

@@ -349,3 +349,197 @@ pub(super) fn status_row_gaps(j: J, tl: &Timeline) -> J {
     let contradicted = j.outcome == Outcome::Fail && !j.has(super::Fact::StatusNeverShown);
     super::in_gap(j, (!contradicted).then(|| g.describe()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::observe::{ActionKind, EvidenceSource};
+    use crate::suite::model::Expectation;
+    use serde_json::json;
+
+    /// Pod versions at 0 s, 1 s, ... whose STATUS column reads these texts, in phase `phase`.
+    fn shown(texts: &[&str], phase: &str) -> Timeline {
+        timeline(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| snap(i as i64, json!({"status": t, "phase": phase, "readyColumn": "0/1"})))
+                .collect(),
+        )
+    }
+
+    fn expectation(yaml: &str) -> Expectation {
+        case(&format!("expect:\n  - {yaml}\n")).expect[0].value.clone()
+    }
+
+    fn statuses_of(want: &[&str], tl: &Timeline) -> J {
+        let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+        statuses_gaps(&want, statuses(&want, tl), tl)
+    }
+
+    #[test]
+    fn statuses_as_shown_pass_and_others_fail() {
+        let tl = shown(&["Pending", "Running", "Completed"], "Succeeded");
+        assert_judged(
+            &statuses_of(&["Pending", "Running", "Completed"], &tl),
+            Outcome::Pass,
+            "statuses Pending → Running → Completed",
+        );
+        assert_judged(
+            &statuses_of(&["Pending", "Running", "Error"], &tl),
+            Outcome::Fail,
+            "expected [Pending → Running → Error], observed [Pending → Running → Completed]",
+        );
+    }
+
+    #[test]
+    fn a_status_not_shown_passes_only_with_other_evidence_of_it() {
+        let want = ["Pending", "ContainerCreating", "Running", "Completed"];
+        let mut tl = shown(&["Pending", "Running", "Completed"], "Succeeded");
+        assert_judged(
+            &statuses_of(&want, &tl),
+            Outcome::Fail,
+            "ContainerCreating never shown and nothing else proves the pod was in it",
+        );
+        tl.instances.push(instance("main", 0, Some(0), Some((2, 0))));
+        assert_judged(
+            &statuses_of(&want, &tl),
+            Outcome::Pass,
+            "ContainerCreating not shown by the API (the kubelet batches status writes), but `main` was created",
+        );
+    }
+
+    #[test]
+    fn an_optional_status_may_or_may_not_be_shown() {
+        let tl = shown(&["Running", "Completed"], "Succeeded");
+        assert_eq!(
+            statuses_of(&["Running", "Error?", "Completed"], &tl).outcome,
+            Outcome::Pass
+        );
+        assert_eq!(
+            allowed_sequences(&["Running".into(), "Error?".into()]),
+            vec![
+                vec!["Running".to_string()],
+                vec!["Running".to_string(), "Error".to_string()]
+            ]
+        );
+    }
+
+    #[test]
+    fn statuses_so_far_are_undecided_and_a_pod_watch_gap_doubts_a_pass() {
+        let mut tl = shown(&["Pending", "Running"], "Running");
+        tl.complete = false;
+        assert_judged(
+            &statuses_of(&["Pending", "Running", "Completed"], &tl),
+            Outcome::Undecided,
+            "so far",
+        );
+        let mut tl = shown(&["Pending", "Completed"], "Succeeded");
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(0), Some(1)));
+        assert_judged(
+            &statuses_of(&["Pending", "Completed"], &tl),
+            Outcome::Undecided,
+            "undecided: pod watch down",
+        );
+        // Seen out of order: no hidden status can mend that.
+        assert_eq!(statuses_of(&["Completed", "Pending"], &tl).outcome, Outcome::Fail);
+    }
+
+    fn row(yaml: &str, tl: &Timeline) -> J {
+        let Expectation::StatusRow(r) = expectation(yaml) else {
+            panic!("not a statusRow: {yaml}")
+        };
+        status_row_gaps(status_row(&r, tl), tl)
+    }
+
+    #[test]
+    fn a_status_row_holds_in_every_snapshot_showing_it() {
+        let tl = shown(&["Running", "Completed", "Completed"], "Succeeded");
+        assert_judged(
+            &row("statusRow: {status: Completed, phase: Succeeded, ready: 0/1}", &tl),
+            Outcome::Pass,
+            "STATUS Completed shown in 2 snapshots 08:00:01.000–08:00:02.000: phase Succeeded, READY 0/1",
+        );
+        assert_judged(
+            &row("statusRow: {status: Completed, phase: Failed}", &tl),
+            Outcome::Fail,
+            "STATUS Completed at 08:00:01.000: expected phase Failed, observed phase Succeeded",
+        );
+    }
+
+    #[test]
+    fn a_status_never_shown_fails_unless_a_gap_could_hide_it() {
+        let mut tl = shown(&["Running", "Completed"], "Succeeded");
+        let j = row("statusRow: {status: Error}", &tl);
+        assert_judged(
+            &j,
+            Outcome::Fail,
+            "STATUS Error never shown (observed [Running → Completed])",
+        );
+        assert!(j.has(super::super::Fact::StatusNeverShown));
+        tl.gaps.push(source_gap(EvidenceSource::PodWatch, Some(0), Some(1)));
+        assert_judged(
+            &row("statusRow: {status: Error}", &tl),
+            Outcome::Undecided,
+            "undecided: pod watch down",
+        );
+        // A row contradicted by what was seen stays failed.
+        assert_eq!(
+            row("statusRow: {status: Completed, phase: Failed}", &tl).outcome,
+            Outcome::Fail
+        );
+    }
+
+    fn qos(yaml: &str, tl: &Timeline) -> J {
+        let Expectation::QosClass(q) = expectation(yaml) else {
+            panic!("not a qosClass: {yaml}")
+        };
+        qos_class(q, tl)
+    }
+
+    #[test]
+    fn the_qos_class_is_compared_and_must_never_change() {
+        let class = |c: &str| snap(0, json!({"phase": "Running", "qosClass": c}));
+        let tl = timeline(vec![class("Burstable")]);
+        assert_judged(&qos("qosClass: Burstable", &tl), Outcome::Pass, "qosClass Burstable");
+        assert_judged(
+            &qos("qosClass: Guaranteed", &tl),
+            Outcome::Fail,
+            "expected Guaranteed, observed Burstable",
+        );
+        let tl = timeline(vec![class("Burstable"), class("BestEffort")]);
+        assert_judged(
+            &qos("qosClass: Burstable", &tl),
+            Outcome::Fail,
+            "qosClass changed from Burstable to BestEffort",
+        );
+        let mut tl = timeline(in_phases(&["Pending"]));
+        tl.complete = false;
+        assert_judged(&qos("qosClass: Burstable", &tl), Outcome::Undecided, "not set yet");
+    }
+
+    #[test]
+    fn a_status_not_shown_is_proven_only_by_its_own_evidence() {
+        let mut tl = timeline(vec![]);
+        assert_eq!(skip_evidence(&tl, "Terminating"), None);
+        tl.actions.push(action(ActionKind::Delete, 1500));
+        assert_eq!(
+            skip_evidence(&tl, "Terminating").as_deref(),
+            Some("our DELETE was sent 08:00:01.500")
+        );
+        // A waiting reason: the kubelet's `Failed` event `Error: <reason>` for the container.
+        assert_eq!(skip_evidence(&tl, "ErrImagePull"), None);
+        tl.events.push(
+            serde_json::from_value(json!({
+                "received": at(2), "reason": "Failed", "type": "Warning", "message": "Error: ErrImagePull",
+                "container": "main", "count": 1, "timePrecisionNs": 1_000_000_000u64, "uid": "e1",
+            }))
+            .unwrap(),
+        );
+        assert_eq!(
+            skip_evidence(&tl, "ErrImagePull").as_deref(),
+            Some("Failed event \"Error: ErrImagePull\" 08:00:02.000")
+        );
+    }
+}

@@ -395,3 +395,151 @@ impl Observer {
         self.tl.gaps.push(g);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    fn gap(source: EvidenceSource, from: Option<i64>, to: Option<i64>) -> Gap {
+        Gap {
+            source,
+            from: from.map(at),
+            to: to.map(at),
+            back: None,
+            clock: GapClock::Harness,
+            reason: "503".into(),
+        }
+    }
+
+    fn log_source(container: &str) -> EvidenceSource {
+        EvidenceSource::Logs {
+            container: Some(container.into()),
+            instance: Some(0),
+        }
+    }
+
+    fn instance(n: u32, started: i64, first_seen: i64) -> Instance {
+        Instance {
+            container: "main".into(),
+            kind: ContainerKind::Regular,
+            instance: n,
+            container_id: None,
+            started_at: Some(at(started)),
+            finished_at: None,
+            exit_code: None,
+            reason: None,
+            message: None,
+            first_seen_running: None,
+            first_seen_terminated: None,
+            first_seen: at(first_seen),
+        }
+    }
+
+    #[test]
+    fn an_open_gap_is_recorded_once_and_closed_when_its_source_is_up() {
+        let mut o = Observer::new(Some("p"), "test");
+        o.push(Input::Gap(gap(EvidenceSource::PodWatch, Some(1), None)));
+        o.push(Input::Gap(gap(EvidenceSource::PodWatch, Some(2), None)));
+        assert_eq!(o.timeline().gaps.len(), 1);
+        o.push(Input::SourceUp {
+            source: EvidenceSource::PodWatch,
+            at: at(5),
+        });
+        assert_eq!(o.timeline().gaps[0].to, Some(at(5)));
+        // Closed, so the next failure is a gap of its own.
+        o.push(Input::Gap(gap(EvidenceSource::PodWatch, Some(8), None)));
+        assert_eq!(o.timeline().gaps.len(), 2);
+    }
+
+    #[test]
+    fn a_log_stream_resumed_without_loss_leaves_a_note_not_a_gap() {
+        let mut o = Observer::new(Some("p"), "test");
+        o.push(Input::Gap(gap(log_source("main"), Some(1), None)));
+        o.push(Input::Resumed {
+            source: log_source("main"),
+        });
+        assert!(o.timeline().gaps.is_empty());
+        assert_eq!(
+            o.timeline().notes,
+            ["log of main#0 broke (503) and was resumed without loss: the resumed fetch re-delivered its last line"]
+        );
+    }
+
+    #[test]
+    fn actions_are_kept_in_the_order_they_were_sent() {
+        let mut o = Observer::new(Some("p"), "test");
+        let action = |s: i64, kind| Action {
+            kind,
+            sent: at(s),
+            done: None,
+            grace_period_seconds: None,
+            detail: None,
+            exec: None,
+            update: None,
+        };
+        o.push(Input::Action(action(5, ActionKind::Delete)));
+        o.push(Input::Action(action(1, ActionKind::Apply)));
+        let sent: Vec<Timestamp> = o.timeline().actions.iter().map(|a| a.sent).collect();
+        assert_eq!(sent, [at(1), at(5)]);
+    }
+
+    #[test]
+    fn an_outage_ends_on_the_watches_once_the_kubelet_has_caught_up() {
+        let mut o = Observer::new(Some("p"), "test");
+        // The outage and its copy on the pod watch; the Event watch came back at 20 s.
+        o.push(Input::Gap(gap(EvidenceSource::Api, Some(10), Some(100))));
+        o.push(Input::Gap(gap(EvidenceSource::PodWatch, Some(10), Some(100))));
+        o.push(Input::Gap(gap(EvidenceSource::Events, Some(12), Some(20))));
+        let tl = o.finish();
+        assert!(tl.complete);
+        let api = tl.gaps.iter().find(|g| g.source == EvidenceSource::Api).unwrap();
+        assert_eq!((api.back, api.to), (Some(at(20)), Some(at(100))));
+        let pod = tl.gaps.iter().find(|g| g.source == EvidenceSource::PodWatch).unwrap();
+        assert_eq!(pod.back, Some(at(20)));
+        assert_eq!(pod.to, Some(crate::util::ts_add(at(20), WRITE_CATCH_UP)));
+    }
+
+    #[test]
+    fn instances_never_seen_or_seen_too_late_get_a_log_gap() {
+        let mut o = Observer::new(Some("p"), "test");
+        // #0 never seen; #1 first seen at 30 s, after #2 had started at 20 s.
+        o.tl.instances = vec![instance(1, 5, 30), instance(2, 20, 21)];
+        let tl = o.finish();
+        let lost: Vec<(u32, &str)> = tl
+            .gaps
+            .iter()
+            .filter_map(|g| match &g.source {
+                EvidenceSource::Logs { instance: Some(i), .. } => Some((*i, g.reason.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(lost.len(), 2, "{lost:?}");
+        assert!(
+            lost.iter().any(|(i, why)| *i == 0 && why.contains("was never seen")),
+            "{lost:?}"
+        );
+        assert!(
+            lost.iter()
+                .any(|(i, why)| *i == 1 && why.contains("log could no longer be fetched")),
+            "{lost:?}"
+        );
+    }
+
+    #[test]
+    fn an_instance_with_a_line_of_its_log_loses_nothing() {
+        let mut o = Observer::new(Some("p"), "test");
+        o.tl.instances = vec![instance(0, 5, 30), instance(1, 20, 21)];
+        o.tl.logs.push(LogLine {
+            container: "main".into(),
+            instance: 0,
+            time: at(6),
+            text: "hello".into(),
+            received: None,
+        });
+        assert!(o.finish().gaps.is_empty());
+    }
+}

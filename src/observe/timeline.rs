@@ -801,3 +801,181 @@ impl Timeline {
         t.into_iter().min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + s).unwrap()
+    }
+
+    fn gap(source: EvidenceSource, from: Option<i64>, to: Option<i64>) -> Gap {
+        Gap {
+            source,
+            from: from.map(at),
+            to: to.map(at),
+            back: None,
+            clock: GapClock::Harness,
+            reason: "503".into(),
+        }
+    }
+
+    fn logs(container: Option<&str>, instance: Option<u32>) -> EvidenceSource {
+        EvidenceSource::Logs {
+            container: container.map(str::to_string),
+            instance,
+        }
+    }
+
+    #[test]
+    fn a_log_gap_covers_its_container_and_instance_only() {
+        assert!(logs(Some("main"), Some(1)).covers_logs("main", Some(1)));
+        assert!(logs(Some("main"), Some(1)).covers_logs("main", None));
+        assert!(!logs(Some("main"), Some(1)).covers_logs("main", Some(0)));
+        assert!(!logs(Some("main"), None).covers_logs("side", Some(0)));
+        assert!(logs(None, None).covers_logs("side", Some(0)));
+        assert!(!EvidenceSource::PodWatch.covers_logs("main", None));
+        assert_eq!(logs(Some("main"), Some(1)).label(), "log of main#1");
+        assert_eq!(logs(None, Some(1)).label(), "container logs");
+    }
+
+    #[test]
+    fn a_gap_overlaps_a_half_open_span() {
+        let g = gap(EvidenceSource::PodWatch, Some(10), Some(20));
+        assert!(g.overlaps(Some(at(15)), Some(at(30))));
+        assert!(g.overlaps(None, None));
+        // (20 s, 30 s]: the gap ends where the span opens.
+        assert!(!g.overlaps(Some(at(20)), Some(at(30))));
+        assert!(!g.overlaps(Some(at(0)), Some(at(10))));
+        assert!(g.overlaps(Some(at(0)), Some(at(11))));
+        assert!(g.starts_before(at(11)) && !g.starts_before(at(10)));
+        let open = gap(EvidenceSource::PodWatch, None, None);
+        assert!(open.starts_before(at(0)) && open.overlaps(Some(at(100)), None));
+    }
+
+    #[test]
+    fn a_gap_describes_its_span_on_its_clock() {
+        let g = gap(EvidenceSource::Events, Some(1), Some(2));
+        assert_eq!(g.describe(), "events watch down 08:00:01.000–08:00:02.000 (503)");
+        assert_eq!(
+            gap(EvidenceSource::PodWatch, Some(1), None).describe(),
+            "pod watch down from 08:00:01.000 to the end (503)"
+        );
+        assert_eq!(
+            gap(EvidenceSource::Api, None, None).describe(),
+            "API server never available (503)"
+        );
+        let node = Gap {
+            clock: GapClock::Node,
+            ..gap(logs(Some("main"), None), Some(1), None)
+        };
+        assert_eq!(
+            node.describe(),
+            "logs of main incomplete after its line of 08:00:01.000 (503)"
+        );
+        // A kubelet restart loses no evidence: it is named by its reason alone.
+        let restart = Gap {
+            reason: "the kubelet restarted".into(),
+            ..gap(EvidenceSource::Kubelet, Some(1), Some(2))
+        };
+        assert_eq!(
+            restart.describe(),
+            "the kubelet restarted between 08:00:01.000 and 08:00:02.000"
+        );
+    }
+
+    fn occurrence(count: u32, repeats: u32) -> EventOccurrence {
+        EventOccurrence {
+            received: at(0),
+            reason: "BackOff".into(),
+            r#type: "Warning".into(),
+            message: String::new(),
+            container: None,
+            count,
+            time: None,
+            time_precision_ns: 1_000_000_000,
+            uid: "e".into(),
+            source: None,
+            coalesced: false,
+            repeats,
+        }
+    }
+
+    #[test]
+    fn repeated_occurrences_are_counted_never_expanded() {
+        let (a, b) = (occurrence(3, 1), occurrence(9, 6));
+        assert_eq!(
+            (b.first_count(), b.label(), a.label()),
+            (4, "#4–#9".to_string(), "#3".to_string())
+        );
+        let items = [&a, &b];
+        assert_eq!(occurrences(&items), 7);
+        assert_eq!(nth_occurrence(&items, 1).map(|(o, n)| (o.count, n)), Some((3, 3)));
+        assert_eq!(nth_occurrence(&items, 2).map(|(o, n)| (o.count, n)), Some((9, 4)));
+        assert_eq!(nth_occurrence(&items, 7).map(|(o, n)| (o.count, n)), Some((9, 9)));
+        assert!(nth_occurrence(&items, 8).is_none() && nth_occurrence(&items, 0).is_none());
+        // A count of 2^31 − 1 is one item standing for as many occurrences.
+        let huge = occurrence(i32::MAX as u32, i32::MAX as u32);
+        assert_eq!(occurrences(&[&huge]), i32::MAX as u64);
+    }
+
+    fn snapshot(s: i64, phase: &str) -> Snapshot {
+        serde_json::from_value(serde_json::json!({"received": at(s), "watch": "MODIFIED", "phase": phase})).unwrap()
+    }
+
+    #[test]
+    fn a_pod_is_settled_once_gone_or_in_a_terminal_phase() {
+        let mut tl = Timeline {
+            snapshots: vec![snapshot(0, "Pending"), snapshot(1, "Running")],
+            ..Timeline::default()
+        };
+        assert_eq!(tl.final_phase(), Some("Running"));
+        assert!(!tl.settled());
+        tl.snapshots.push(snapshot(2, "Succeeded"));
+        assert!(tl.settled());
+        tl.snapshots.pop();
+        tl.deleted = Some(at(3));
+        assert!(tl.settled());
+    }
+
+    #[test]
+    fn an_outage_ends_for_writers_when_a_stream_came_back_inside_it() {
+        let mut tl = Timeline::default();
+        let api = gap(EvidenceSource::Api, Some(10), Some(60));
+        tl.gaps.push(api.clone());
+        assert!(tl.is_outage(&api));
+        assert_eq!(tl.writes_resumed(&api), None);
+        // The pod watch reconnected at 25 s, inside the outage.
+        tl.gaps.push(gap(EvidenceSource::PodWatch, Some(12), Some(25)));
+        assert_eq!(tl.writes_resumed(&api), Some(at(25)));
+        // A recorded return wins when it is earlier.
+        tl.gaps[0].back = Some(at(20));
+        let api = tl.gaps[0].clone();
+        assert_eq!(tl.writes_resumed(&api), Some(at(20)));
+        // A gap that is no outage has no such moment.
+        let events = gap(EvidenceSource::Events, Some(70), Some(80));
+        assert!(!tl.is_outage(&events));
+        assert_eq!(tl.writes_resumed(&events), None);
+    }
+
+    #[test]
+    fn the_observation_lasts_until_its_last_item_and_its_gaps_are_found_by_source() {
+        let mut tl = Timeline {
+            snapshots: vec![snapshot(0, "Pending")],
+            unchanged: vec![at(7)],
+            ..Timeline::default()
+        };
+        assert_eq!(tl.observed_until(), Some(at(7)));
+        assert_eq!(tl.origin(), Some(at(0)));
+        tl.gaps = vec![
+            gap(EvidenceSource::PodWatch, Some(1), Some(2)),
+            gap(EvidenceSource::PodWatch, Some(5), None),
+            gap(logs(Some("main"), Some(0)), None, None),
+        ];
+        assert_eq!(tl.pod_gap_at_end().map(|g| g.from), Some(Some(at(5))));
+        assert!(tl.instance_log_gap("main", 0).is_some() && tl.instance_log_gap("main", 1).is_none());
+        assert_eq!(tl.log_gaps("main", None).count(), 1);
+        assert_eq!(tl.event_gaps().count(), 0);
+    }
+}

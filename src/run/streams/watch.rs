@@ -424,3 +424,133 @@ pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration, e
 pub async fn watch_events(api: Api<Event>, tx: Tx, budget: Duration) {
     watch_source(api, None, EvidenceSource::Events, tx, budget, event_input, false, None).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    /// A pod known by `uid` (or only by name when `uid` is empty).
+    fn pod(name: &str, uid: &str) -> Pod {
+        let mut p = Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.uid = (!uid.is_empty()).then(|| uid.to_string());
+        p
+    }
+
+    #[test]
+    fn an_object_is_added_once_then_modified_and_added_again_after_its_deletion() {
+        let mut d = Delivered::new(false);
+        let p = pod("p", "u1");
+        assert_eq!(d.applied(&p), WatchKind::Added);
+        assert_eq!(d.applied(&p), WatchKind::Modified);
+        d.deleted(&p);
+        assert_eq!(d.applied(&p), WatchKind::Added);
+        // The same name with another uid is another object.
+        assert_eq!(d.applied(&pod("p", "u2")), WatchKind::Added);
+    }
+
+    #[test]
+    fn a_relist_reports_the_kept_objects_it_no_longer_has() {
+        let mut d = Delivered::new(true);
+        d.applied(&pod("a", "ua"));
+        d.applied(&pod("b", "ub"));
+        let gone = d.relisted(&[pod("b", "ub")]);
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].metadata.uid.as_deref(), Some("ua"));
+        // What the list had is known from then on: a later delivery of it modifies it.
+        assert_eq!(d.applied(&pod("b", "ub")), WatchKind::Modified);
+        assert!(d.relisted(&[pod("b", "ub")]).is_empty());
+        // Without `keep` (the Event watch) nothing is reported deleted.
+        let mut d = Delivered::new(false);
+        d.applied(&pod("a", "ua"));
+        assert!(d.relisted(&[]).is_empty());
+        assert_eq!(key_of(&pod("n", "")), "n");
+    }
+
+    fn status(code: u16, reason: &str) -> Box<kube::core::Status> {
+        Box::new(
+            serde_json::from_value(serde_json::json!({"code": code, "reason": reason, "message": "boom"})).unwrap(),
+        )
+    }
+
+    #[test]
+    fn a_gone_answer_re_lists_and_a_gone_event_leaves_the_re_list_to_the_watcher() {
+        let f = Failure::of(
+            &watcher::Error::WatchStartFailed(kube::Error::Api(status(410, "Expired"))),
+            false,
+        );
+        assert!(f.gone && f.restart);
+        assert_eq!(f.stage, "watch");
+        assert!(matches!(f.until, DeliveredUntil::LastWatchRequest));
+        let f = Failure::of(&watcher::Error::WatchError(status(410, "Expired")), false);
+        assert!(f.gone && !f.restart);
+        assert!(matches!(f.until, DeliveredUntil::LastWatchRequest));
+    }
+
+    #[test]
+    fn where_a_failure_says_the_source_stopped_delivering() {
+        let f = Failure::of(
+            &watcher::Error::InitialListFailed(kube::Error::Api(status(503, "ServiceUnavailable"))),
+            true,
+        );
+        assert_eq!(f.stage, "list");
+        assert!(!f.gone && matches!(f.until, DeliveredUntil::LastUp));
+        let f = Failure::of(
+            &watcher::Error::WatchFailed(kube::Error::Api(status(500, "InternalError"))),
+            false,
+        );
+        assert!(!f.gone && matches!(f.until, DeliveredUntil::Now));
+        let f = Failure::of(&watcher::Error::WatchError(status(500, "InternalError")), false);
+        assert_eq!(f.why, "500 InternalError: boom");
+        assert!(!f.gone && matches!(f.until, DeliveredUntil::Now));
+        let f = Failure::of(&watcher::Error::NoResourceVersion, true);
+        assert_eq!(f.stage, "list");
+        assert!(matches!(f.until, DeliveredUntil::LastUp));
+        let f = Failure::of(&watcher::Error::NoResourceVersion, false);
+        assert_eq!(f.stage, "watch");
+        assert!(matches!(f.until, DeliveredUntil::Now));
+    }
+
+    /// The next input sent, if any was.
+    fn sent(rx: &mut mpsc::Receiver<StreamMsg>) -> Option<Input> {
+        match rx.try_recv().ok()? {
+            StreamMsg::Input(i) => Some(i),
+            StreamMsg::Lost { .. } => panic!("no source was lost"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_source_never_up_has_a_gap_from_the_start_and_one_up_from_when_it_last_delivered() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let mut link = Link::new(EvidenceSource::PodWatch, tx);
+        assert!(link.down("list: 503").await);
+        let Some(Input::Gap(g)) = sent(&mut rx) else {
+            panic!("a gap")
+        };
+        assert_eq!((g.from, g.to, g.reason.as_str()), (None, None, "list: 503"));
+        // A second failure while down opens nothing.
+        assert!(link.down("list: 503").await);
+        assert!(sent(&mut rx).is_none());
+        assert!(link.up().await);
+        assert!(matches!(
+            sent(&mut rx),
+            Some(Input::SourceUp {
+                source: EvidenceSource::PodWatch,
+                ..
+            })
+        ));
+        // Up already: nothing to close.
+        assert!(link.up().await);
+        assert!(sent(&mut rx).is_none());
+        // Known to have delivered until `t`: the next gap starts there.
+        let t = Timestamp::from_second(4_000_000_000).unwrap();
+        link.delivered_until(t);
+        assert!(link.down("watch: broken").await);
+        let Some(Input::Gap(g)) = sent(&mut rx) else {
+            panic!("a gap")
+        };
+        assert_eq!(g.from, Some(t));
+        assert_eq!(g.clock, GapClock::Harness);
+    }
+}
