@@ -156,8 +156,10 @@ impl Plan {
             "all nodes at once".to_string()
         } else {
             format!(
-                "{} nodes at once, in {} batches (the next node starts as one finishes)",
-                self.nodes_at_once, self.batches
+                "{} node{} at once, in {} batches (the next node starts as one finishes)",
+                self.nodes_at_once,
+                if self.nodes_at_once == 1 { "" } else { "s" },
+                self.batches
             )
         };
         vec![
@@ -168,7 +170,11 @@ impl Plan {
                 self.groups,
                 if self.groups == 1 { "" } else { "s" },
                 if self.identical > 0 {
-                    format!("; {} more nodes taken as identical, not run", self.identical)
+                    format!(
+                        "; {} more node{} taken as identical, not run",
+                        self.identical,
+                        if self.identical == 1 { "" } else { "s" }
+                    )
                 } else {
                     String::new()
                 },

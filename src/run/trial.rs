@@ -627,7 +627,7 @@ fn thread_count(opts: &RunOptions, fleet: &[NodeInfo], fingerprint: &Fingerprint
             let n = default_threads(cases, 1);
             if !opts.quiet && !opts.list {
                 eprintln!(
-                    "running every case on each of {} nodes, all nodes at once, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
+                    "running every case on each of {} nodes, up to {n} cases at a time per node (default: all, at most {CASES_PER_NODE}; --test-threads N to change)",
                     fleet.len()
                 );
             }
