@@ -34,7 +34,10 @@ impl Lanes {
         job: impl FnOnce() -> CaseReport + Send + 'static,
         base: CaseReport,
     ) -> impl FnOnce() -> CaseReport + Send + 'static {
-        let (tx, rx) = std::sync::mpsc::channel();
+        // A one-slot channel: its buffer is one report. An unbounded channel allocates a block
+        // of 31 slots on the first send, and a report may wait in it until its turn in the
+        // console's order (until the end of its batch): thousands of them in a fleet.
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.0.entry(node.to_string()).or_default().push(Box::new(move || {
             let _ = tx.send(job());
         }));
