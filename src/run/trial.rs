@@ -760,7 +760,12 @@ impl TrialPlan {
                     }
                     match source {
                         Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
-                        Source::Live(client) => handle.block_on(case::live_case(client.clone(), case, env, attempt_no)),
+                        // Boxed: the case's state machine lives on the heap for as long as it
+                        // runs, not on this thread's stack, whose touched pages would stay
+                        // resident for the thread's life (hundreds of threads in a fleet).
+                        Source::Live(client) => {
+                            handle.block_on(Box::pin(case::live_case(client.clone(), case, env, attempt_no)))
+                        }
                     }
                 }))
                 .unwrap_or_else(|p| {

@@ -1,6 +1,6 @@
-//! The fleet capacity benchmark: the in-process API server presents 100 nodes, and a live run's
-//! full suite (its bundle's own suites, each pod replaying that run's recording) runs on every
-//! one of them with the default API budget. Not a timed test: it asserts the budget and the
+//! The fleet capacity benchmark (run it in release, as users run podlife): the in-process API
+//! server presents 100 nodes, and a live run's full suite (its bundle's own suites, each pod
+//! replaying that run's recording) runs on every one of them with the default API budget. Not a timed test: it asserts the budget and the
 //! per-case cost, and prints the figures `docs/fleet.md` quotes.
 
 use std::path::{Path, PathBuf};
