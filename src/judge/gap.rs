@@ -7,7 +7,7 @@ pub(super) fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     if let Some(c) = &g.for_each_instance {
         return gap_each(case, g, c, tl);
     }
-    let missing = |r: &MarkRef, why: String| {
+    let missing = |r: &MarkRef, why: MarkError| {
         let e = format!("gap {}→{}: {why}", g.from.label(), g.to.label());
         if tl.complete {
             absent(case, r, tl, e)

@@ -56,8 +56,8 @@ pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
 pub(super) fn never_before(
     n: &NeverExpect,
     before: &MarkRef,
-    m: Result<Hit, String>,
-    b: Result<Hit, String>,
+    m: Result<Hit, MarkError>,
+    b: Result<Hit, MarkError>,
     tl: &Timeline,
 ) -> J {
     {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{
-    AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, Refs, check_ephemeral, check_object,
-    check_patch, check_pod, load_manifest, parse_version,
+    AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, ManifestError, Refs, check_ephemeral,
+    check_object, check_patch, check_pod, load_manifest, parse_version,
 };
 use crate::suite::model::*;
 
@@ -94,7 +94,7 @@ fn pod_of(ctx: &mut Ctx, c: &CaseInput) -> Option<(serde_json::Value, Option<Pat
         (Some(m), None) => match load_manifest(base, m) {
             Ok((v, path)) => (v, Some(path)),
             Err(msg) => {
-                ctx.err(m, format!("{p}.manifest"), msg);
+                ctx.err(m, format!("{p}.manifest"), msg.to_string());
                 return None;
             }
         },
@@ -168,7 +168,7 @@ fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -
                 }
             }
             // A replay never applies it: the recording says what was created.
-            Err(msg) => ctx.live_only(o, path, msg),
+            Err(msg) => ctx.live_only(o, path, msg.to_string()),
         }
     }
     objects
@@ -184,7 +184,11 @@ fn ephemeral_containers(ctx: &mut Ctx, c: &CaseInput, containers: &mut Vec<Conta
                     name,
                     kind: ContainerKind::Ephemeral,
                 }),
-                Err(m) => ctx.err(&e.container, format!("{p}.steps[{i}].ephemeral.container"), m),
+                Err(m) => ctx.err(
+                    &e.container,
+                    format!("{p}.steps[{i}].ephemeral.container"),
+                    m.to_string(),
+                ),
             }
         }
     }
@@ -219,7 +223,7 @@ fn object_steps(ctx: &mut Ctx, c: &CaseInput, objects: &[AuxObject]) -> BTreeMap
             }
             Ok(o) => o,
             Err(e) => {
-                ctx.live_only(m, field, e);
+                ctx.live_only(m, field, e.to_string());
                 continue;
             }
         };
@@ -556,7 +560,7 @@ fn expectations(refs: &mut Refs, c: &CaseInput) {
 }
 
 /// An object manifest (`objects:`, an `object` step) loaded and checked.
-fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, String> {
+fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, ManifestError> {
     load_manifest(base, m).and_then(|(v, file)| {
         check_object(&v)
             .map(|(kind, name)| AuxObject {
@@ -565,6 +569,6 @@ fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, String> {
                 value: v,
                 path: file.clone(),
             })
-            .map_err(|e| format!("{}: {e}", file.display()))
+            .map_err(|problem| ManifestError::Object { path: file, problem })
     })
 }
