@@ -328,24 +328,7 @@ fn update_steps(
         }
         let Step::Update(u) = &s.value else { continue };
         let sp = format!("{p}.steps[{i}].update");
-        let n = u.name.value.as_str();
-        let ok = !n.is_empty()
-            && n.len() <= 63
-            && n.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !ok {
-            ctx.err(
-                &u.name,
-                format!("{sp}.name"),
-                format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
-            );
-        } else if !names.insert(n.to_string()) {
-            ctx.err(
-                &u.name,
-                format!("{sp}.name"),
-                format!("`{n}` names another update step too: each update step its own name"),
-            );
-        }
+        update_name(ctx, u, &sp, &mut names);
         if let Some(t) = &u.times
             && !(1..=MAX_UPDATE_TIMES).contains(&t.value)
         {
@@ -361,61 +344,9 @@ fn update_steps(
             }
         }
         if let Some(d) = &u.active_deadline_seconds {
-            let path = format!("{sp}.activeDeadlineSeconds");
-            match d.value {
-                DeadlineChange::Set(v) if v < 1 => ctx.err(d, path, format!("must be 1 or more, got {v}")),
-                DeadlineChange::Set(v) => {
-                    if let Some(cur) = deadline
-                        && v > cur
-                    {
-                        ctx.err(
-                            d,
-                            path,
-                            format!("the API only lets a running pod lower activeDeadlineSeconds; it is {cur} by then, the update raises it to {v}"),
-                        );
-                    }
-                    deadline = Some(v);
-                }
-                DeadlineChange::Decrement => match deadline {
-                    None => ctx.err(
-                        d,
-                        path,
-                        "decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
-                    ),
-                    Some(cur) if cur <= i64::from(u.times()) => ctx.err(
-                        d,
-                        path,
-                        format!(
-                            "{} decrements of {cur} would reach 0: activeDeadlineSeconds must stay 1 or more",
-                            u.times()
-                        ),
-                    ),
-                    Some(cur) => deadline = Some(cur - i64::from(u.times())),
-                },
-            }
+            update_deadline(ctx, u, d, &format!("{sp}.activeDeadlineSeconds"), &mut deadline);
         }
-        for (name, image) in &u.container_images {
-            let path = format!("{sp}.containerImages.{name}");
-            match containers.iter().find(|c| &c.name == name) {
-                None => {
-                    let known = containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-                    ctx.err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
-                }
-                Some(c) if c.kind == ContainerKind::Ephemeral => ctx.err(
-                    image,
-                    path,
-                    format!("`{name}` is an ephemeral container: the API lets an update change only its containers' and init containers' images"),
-                ),
-                Some(_) if image.value.trim().is_empty() => ctx.err(image, path, "the image is empty"),
-                Some(_) => {
-                    if let Some(e) =
-                        super::templates::unknown_template(&serde_json::Value::String(image.value.clone()), c.images)
-                    {
-                        ctx.err(image, path, e);
-                    }
-                }
-            }
-        }
+        update_images(ctx, u, &sp, containers, c.images);
         if let Some(g) = &u.generation
             && g.value < 0
         {
@@ -427,6 +358,100 @@ fn update_steps(
         }
     }
     names
+}
+
+/// An update step's name: a DNS label, and no other update step's.
+fn update_name(ctx: &mut Ctx, u: &UpdateStep, sp: &str, names: &mut BTreeSet<String>) {
+    let n = u.name.value.as_str();
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !ok {
+        ctx.err(
+            &u.name,
+            format!("{sp}.name"),
+            format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
+        );
+    } else if !names.insert(n.to_string()) {
+        ctx.err(
+            &u.name,
+            format!("{sp}.name"),
+            format!("`{n}` names another update step too: each update step its own name"),
+        );
+    }
+}
+
+/// An update step's `activeDeadlineSeconds` (`d`, at `path`) against the pod's deadline as the
+/// steps before leave it (`deadline`, moved on to what this step leaves): the API only lets a
+/// running pod lower it, and never to 0.
+fn update_deadline(ctx: &mut Ctx, u: &UpdateStep, d: &Loc<DeadlineChange>, path: &str, deadline: &mut Option<i64>) {
+    let path = path.to_string();
+    match d.value {
+        DeadlineChange::Set(v) if v < 1 => ctx.err(d, path, format!("must be 1 or more, got {v}")),
+        DeadlineChange::Set(v) => {
+            if let Some(cur) = *deadline
+                && v > cur
+            {
+                ctx.err(
+                    d,
+                    path,
+                    format!("the API only lets a running pod lower activeDeadlineSeconds; it is {cur} by then, the update raises it to {v}"),
+                );
+            }
+            *deadline = Some(v);
+        }
+        DeadlineChange::Decrement => match *deadline {
+            None => ctx.err(
+                d,
+                path,
+                "decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
+            ),
+            Some(cur) if cur <= i64::from(u.times()) => ctx.err(
+                d,
+                path,
+                format!(
+                    "{} decrements of {cur} would reach 0: activeDeadlineSeconds must stay 1 or more",
+                    u.times()
+                ),
+            ),
+            Some(cur) => *deadline = Some(cur - i64::from(u.times())),
+        },
+    }
+}
+
+/// An update step's `containerImages`: each names a container or init container of the pod
+/// (an update cannot change an ephemeral container's), with a non-empty image whose templates
+/// are known.
+fn update_images(
+    ctx: &mut Ctx,
+    u: &UpdateStep,
+    sp: &str,
+    containers: &[ContainerInfo],
+    images: &BTreeMap<String, String>,
+) {
+    for (name, image) in &u.container_images {
+        let path = format!("{sp}.containerImages.{name}");
+        match containers.iter().find(|c| &c.name == name) {
+            None => {
+                let known = containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+                ctx.err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
+            }
+            Some(c) if c.kind == ContainerKind::Ephemeral => ctx.err(
+                image,
+                path,
+                format!("`{name}` is an ephemeral container: the API lets an update change only its containers' and init containers' images"),
+            ),
+            Some(_) if image.value.trim().is_empty() => ctx.err(image, path, "the image is empty"),
+            Some(_) => {
+                if let Some(e) =
+                    super::templates::unknown_template(&serde_json::Value::String(image.value.clone()), images)
+                {
+                    ctx.err(image, path, e);
+                }
+            }
+        }
+    }
 }
 
 /// Why the API would refuse this toleration (validateTolerations), if it would.
