@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1 as core;
 use super::timeline::*;
 use crate::suite::ContainerKind;
 pub use events::container_from_field_path;
+use logs::OwnLogGap;
 pub use logs::{
     MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, TRUNCATED_MARKER, cap_line,
     parse_cri_line, parse_log_line,
@@ -143,6 +144,9 @@ pub struct Observer {
     refetched: BTreeSet<(String, u32)>,
     /// Kept lines and bytes per (container, instance), for the caps.
     kept: HashMap<(String, u32), (usize, usize)>,
+    /// The log gap this observer opened for a (container, instance), by kind: how it finds
+    /// that gap again (to widen or withdraw it) among the gaps the streams report.
+    own_log_gaps: BTreeMap<(String, u32), OwnLogGap>,
     /// Sees every input before the observer does, in push order (the run recorder).
     tap: Option<Tap>,
 }
