@@ -15,7 +15,7 @@ pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
             Err(_) if tl.complete && event_reason(case, &n.mark).is_some() => {
                 // An event's absence is only as strong as the event stream: the events of its
                 // type may have reached the recorder's burst (one bucket per source, pod and
-                // type: live runs saw 39 kubelet events of one pod, Normal and Warning apart).
+                // type: 39 kubelet events of one pod can fill it, Normal and Warning apart).
                 let j = match event_lost(case, &n.mark, tl) {
                     Some(why) => undecided(format!("never {}: not seen; undecided: {why}", n.mark.label())),
                     None => pass(format!(

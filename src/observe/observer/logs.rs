@@ -166,8 +166,8 @@ impl Observer {
 
     /// Instance `from`'s stream delivered a later instance's (`h`) lines: unless it also
     /// delivered lines of its own, its log was never read (its fetch came when another
-    /// container was current), a gap in the evidence (live runs:
-    /// emptydir-survives-restart's first run), and it is fetched once more with `previous`.
+    /// container was current, e.g. after a restart before the first fetch), a gap in the
+    /// evidence, and it is fetched once more with `previous`.
     fn never_read(&mut self, container: &str, from: u32, h: u32) {
         let source = EvidenceSource::Logs {
             container: Some(container.to_string()),
@@ -195,8 +195,8 @@ impl Observer {
             self.own_log_gaps.insert((container.to_string(), from), own);
             // The kubelet serves two logs of a container: the current one and, with `previous`,
             // the one before it. With a later instance current now, `previous` is #from's while
-            // #from is the one before it (live: an immediate restart printed before the pod
-            // watch showed the exit); if it is not, the fetch reads another's lines,
+            // #from is the one before it (as after an immediate restart that printed before the
+            // pod watch showed the exit); if it is not, the fetch reads another's lines,
             // which go to their own instance, and the gap stays.
             if self.refetched.insert((container.to_string(), from)) {
                 let container_id = self
