@@ -375,14 +375,21 @@ fn shown_measurement(a: &Hit, b: &Hit, measured: f64) -> (String, String) {
     (shown, note)
 }
 
-/// How far the delays between two marks' streams may move a gap: (below, above, and the part
-/// of below that is the kubelet's own watch delivery of our request).
+/// How far the delays between two marks' streams may move a gap.
+struct StreamLag {
+    below: f64,
+    above: f64,
+    /// The part of `below` that is the kubelet's own watch delivery of our request.
+    reaction: f64,
+}
+
+/// The delays between two marks' streams.
 ///
 /// Across two streams each end carries its stream's delay: a receive time lags its write (an
 /// event's own time, whole seconds, bounds it), our request takes effect before it is answered.
 /// Those delays are known only as bounds, so they never make a pass: they only turn a
 /// measurement outside the bounds by less than them into undecided.
-fn stream_lag(a: &Hit, b: &Hit) -> (f64, f64, f64) {
+fn stream_lag(a: &Hit, b: &Hit) -> StreamLag {
     let cross = !a.same_stream(b);
     let (mut lag_below, lag_above) = if cross {
         (secs(a.late) + secs(b.early), secs(b.late) + secs(a.early))
@@ -399,7 +406,11 @@ fn stream_lag(a: &Hit, b: &Hit) -> (f64, f64, f64) {
         0.0
     };
     lag_below += reaction;
-    (lag_below, lag_above, reaction)
+    StreamLag {
+        below: lag_below,
+        above: lag_above,
+        reaction,
+    }
 }
 
 /// The outcome of a measured gap against its bounds (`lo`, `hi`), `ev` its evidence: a pass
@@ -410,10 +421,10 @@ fn gap_outcome(ev: String, a: &Hit, b: &Hit, (lo, hi): (Option<f64>, Option<f64>
     let above = secs(b.precision);
     let lo_true = measured - below;
     let hi_true = measured + above;
-    let (lag_below, lag_above, reaction) = stream_lag(a, b);
+    let lag = stream_lag(a, b);
     let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
     let ok = within(lo_true, hi_true);
-    let ok_with_lag = within(lo_true - lag_below, hi_true + lag_above);
+    let ok_with_lag = within(lo_true - lag.below, hi_true + lag.above);
     let widen = below + above;
     // A measurement coarser than the window it is judged against cannot show the node inside
     // it: never a pass (a broken node would pass as well), undecided unless surely outside.
@@ -442,13 +453,13 @@ fn gap_outcome(ev: String, a: &Hit, b: &Hit, (lo, hi): (Option<f64>, Option<f64>
     } else if ok_with_lag {
         undecided(format!(
             "{ev}; undecided: outside the bounds by less than the delay between the two streams (−{}/+{}: {}{})",
-            fmt_secs(lag_below),
-            fmt_secs(lag_above),
+            fmt_secs(lag.below),
+            fmt_secs(lag.above),
             stream_causes(a, b),
-            if reaction > 0.0 {
+            if lag.reaction > 0.0 {
                 format!(
                     "; the kubelet hears of our request through its own watch, up to {} late under load",
-                    fmt_secs(reaction)
+                    fmt_secs(lag.reaction)
                 )
             } else {
                 String::new()
