@@ -60,56 +60,50 @@ pub(super) fn never_before(
     b: Result<Hit, MarkError>,
     tl: &Timeline,
 ) -> J {
-    {
-        {
-            match (m, b) {
-                // Across streams, "first" is only proven beyond both marks' uncertainty.
-                (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => {
-                    undecided(format!(
-                        "never {} before {}: it was seen first ({}; {}); undecided: within their uncertainty: {}",
-                        n.mark.label(),
-                        before.label(),
-                        h.what,
-                        bh.what,
-                        stream_causes(&h, &bh)
-                    ))
-                    .with(Fact::OrderWithinUncertainty)
-                }
-                (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
-                    "never {} before {}: it occurred first ({}; {})",
+    match (m, b) {
+        // Across streams, "first" is only proven beyond both marks' uncertainty.
+        (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => undecided(format!(
+            "never {} before {}: it was seen first ({}; {}); undecided: within their uncertainty: {}",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            bh.what,
+            stream_causes(&h, &bh)
+        ))
+        .with(Fact::OrderWithinUncertainty),
+        (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
+            "never {} before {}: it occurred first ({}; {})",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            bh.what
+        )),
+        (Ok(h), Err(_)) => fail(format!(
+            "never {} before {}: it occurred ({}) and {} did not",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            before.label()
+        )),
+        (_, Ok(bh)) => pass(format!(
+            "never {} before {} ({})",
+            n.mark.label(),
+            before.label(),
+            bh.what
+        )),
+        (Err(_), Err(why)) => {
+            if tl.complete {
+                // `before` is part of the experiment: with whole evidence, its absence is
+                // the node's (the caller makes it undecided when a gap could hide it).
+                fail(format!(
+                    "never {} before {}: {} never came ({why}), and the observation is complete",
                     n.mark.label(),
                     before.label(),
-                    h.what,
-                    bh.what
-                )),
-                (Ok(h), Err(_)) => fail(format!(
-                    "never {} before {}: it occurred ({}) and {} did not",
-                    n.mark.label(),
-                    before.label(),
-                    h.what,
                     before.label()
-                )),
-                (_, Ok(bh)) => pass(format!(
-                    "never {} before {} ({})",
-                    n.mark.label(),
-                    before.label(),
-                    bh.what
-                )),
-                (Err(_), Err(why)) => {
-                    if tl.complete {
-                        // `before` is part of the experiment: with whole evidence, its absence is
-                        // the node's (the caller makes it undecided when a gap could hide it).
-                        fail(format!(
-                            "never {} before {}: {} never came ({why}), and the observation is complete",
-                            n.mark.label(),
-                            before.label(),
-                            before.label()
-                        ))
-                        .with(Fact::MarkAbsent)
-                    } else {
-                        undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
-                    }
-                }
+                ))
+                .with(Fact::MarkAbsent)
+            } else {
+                undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
             }
         }
     }
