@@ -89,7 +89,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
     match load_or_report(&paths) {
         Ok(suites) => {
             if let Err(e) = crate::suite::durations::Durations::beside(&paths) {
-                eprintln!("error: {}", crate::util::printable(&e));
+                eprintln!("error: {}", crate::util::printable(&e.to_string()));
                 return ExitCode::from(2);
             }
             let cases: usize = suites.iter().map(|s| s.cases.len()).sum();

@@ -82,7 +82,7 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
     let durations = match suite::durations::Durations::beside(&args.suites) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("error: {}", crate::util::printable(&e));
+            eprintln!("error: {}", crate::util::printable(&e.to_string()));
             return ExitCode::from(2);
         }
     };

@@ -114,7 +114,7 @@ impl CaseApi {
             step.change(&mut body, init, images)
                 .map_err(|reason| ClusterError::Api {
                     what: what.clone(),
-                    reason,
+                    reason: reason.to_string(),
                     code: None,
                 })?;
             let body: DynamicObject = serde_json::from_value(body).map_err(|e| ClusterError::Api {

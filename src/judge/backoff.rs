@@ -61,53 +61,9 @@ pub(super) fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         BackoffMeasure::Status => "status finishedAt→startedAt, ±1s precision",
         BackoffMeasure::Logs => "last→first log line",
     };
-    let bounds = |i: usize| backoff_bounds(b, i);
-    let mut bad = vec![];
-    for (i, (m, iv)) in measured.iter().zip(&ivs).enumerate() {
-        let (lo, hi) = bounds(i);
-        let ok = lo.is_none_or(|lo| m + iv.slack >= lo - 1e-9) && hi.is_none_or(|hi| m - iv.slack <= hi + 1e-9);
-        if !ok {
-            let range = match (lo, hi) {
-                (Some(l), Some(h)) => format!("{}..{}", fmt_secs(l.max(0.0)), fmt_secs(h)),
-                (Some(l), None) => format!("≥{}", fmt_secs(l)),
-                (None, Some(h)) => format!("≤{}", fmt_secs(h)),
-                (None, None) => "any".into(),
-            };
-            bad.push(format!(
-                "interval {} ({}) = {} not in {range}",
-                i + 1,
-                iv.what,
-                fmt_secs(*m)
-            ));
-        }
-    }
-    // The kubelet's own word: each CrashLoopBackOff waiting message names the back-off it is
-    // waiting out ("back-off 10s restarting failed container=main ..."). Read directly, free of
-    // the re-sync jitter that widens the interval bounds, it tells a 10 s base from a 20 s one.
-    // Each message is read with the restartCount it was shown with, which says which wait it
-    // is: a status write the kubelet could not make (an API outage) hides some waits, and the
-    // next message seen then announces a later, longer step (live: "back-off 80s" next after
-    // "back-off 10s" across a 65 s outage), never a wrong one.
+    let mut bad = intervals_out_of_bounds(b, &measured, &ivs);
     let announced = announced_backoffs(tl, name);
-    let offset = immediate_restarts(b);
-    // Each announced wait's step is computed on its own: the restartCount that names the step
-    // comes from the API and may be anything up to u32::MAX, so it must never size the work.
-    for (r, got) in &announced {
-        let Some(k) = r.checked_sub(offset).map(|k| k as usize) else {
-            continue;
-        };
-        let Some(want) = nominal_step(b, k) else { continue };
-        let want = &want;
-        if (got - want).abs() > 1e-6 {
-            bad.push(format!(
-                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message at restartCount {r}), the model's step is {}",
-                fmt_secs(*got),
-                ordinal(k + 1),
-                fmt_secs(*got),
-                fmt_secs(*want)
-            ));
-        }
-    }
+    bad.extend(announced_off_model(b, &announced));
     let announced: Vec<f64> = announced.into_iter().map(|(_, d)| d).collect();
     let want_restarts = b.min_restarts.unwrap_or(if b.doubling.is_none() {
         b.intervals.len() as u32
@@ -126,16 +82,6 @@ pub(super) fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
         );
         if tl.complete { fail(e) } else { undecided(e) }.with(Fact::TooFewIntervals)
     } else {
-        let model = match &b.doubling {
-            Some(d) => format!(
-                "doubling from {} ×{}{}{}",
-                d.base,
-                d.factor,
-                d.cap.map(|c| format!(" cap {c}")).unwrap_or_default(),
-                if d.first_immediate { ", first immediate" } else { "" }
-            ),
-            None => "explicit bounds".into(),
-        };
         let said = if announced.is_empty() {
             String::new()
         } else {
@@ -145,21 +91,98 @@ pub(super) fn backoff(b: &BackoffExpect, tl: &Timeline) -> J {
             )
         };
         pass(format!(
-            "backoff `{name}` ({measure}): measured {shown} within {model}{said}"
+            "backoff `{name}` ({measure}): measured {shown} within {}{said}",
+            model_text(b)
         ))
     };
     j.measures = ivs
         .iter()
         .enumerate()
         .map(|(i, iv)| {
-            let (lo, hi) = bounds(i);
+            let (lo, hi) = backoff_bounds(b, i);
             measure::backoff_info(lo, hi, iv.slack)
         })
         .collect();
     j.measured = measured;
-    // Restarts need the API (the kubelet reads the pod's secrets and config maps, writes its
-    // status): an API outage across the restarts delays them, and a back-off measured across
-    // one says nothing about the node's.
+    api_down_across_restarts(j, tl, name)
+}
+
+/// Each measured interval outside the model's bounds for it, described.
+fn intervals_out_of_bounds(b: &BackoffExpect, measured: &[f64], ivs: &[Interval]) -> Vec<String> {
+    let mut bad = vec![];
+    for (i, (m, iv)) in measured.iter().zip(ivs).enumerate() {
+        let (lo, hi) = backoff_bounds(b, i);
+        let ok = lo.is_none_or(|lo| m + iv.slack >= lo - 1e-9) && hi.is_none_or(|hi| m - iv.slack <= hi + 1e-9);
+        if !ok {
+            let range = match (lo, hi) {
+                (Some(l), Some(h)) => format!("{}..{}", fmt_secs(l.max(0.0)), fmt_secs(h)),
+                (Some(l), None) => format!("≥{}", fmt_secs(l)),
+                (None, Some(h)) => format!("≤{}", fmt_secs(h)),
+                (None, None) => "any".into(),
+            };
+            bad.push(format!(
+                "interval {} ({}) = {} not in {range}",
+                i + 1,
+                iv.what,
+                fmt_secs(*m)
+            ));
+        }
+    }
+    bad
+}
+
+/// Each back-off the kubelet announced that is not the model's step for that wait, described.
+///
+/// The kubelet's own word: each CrashLoopBackOff waiting message names the back-off it is
+/// waiting out ("back-off 10s restarting failed container=main ..."). Read directly, free of
+/// the re-sync jitter that widens the interval bounds, it tells a 10 s base from a 20 s one.
+/// Each message is read with the restartCount it was shown with, which says which wait it is:
+/// a status write the kubelet could not make (an API outage) hides some waits, and the next
+/// message seen then announces a later, longer step (e.g. "back-off 80s" next after "back-off
+/// 10s" across a 65 s outage), never a wrong one.
+fn announced_off_model(b: &BackoffExpect, announced: &[(u32, f64)]) -> Vec<String> {
+    let offset = immediate_restarts(b);
+    let mut bad = vec![];
+    // Each announced wait's step is computed on its own: the restartCount that names the step
+    // comes from the API and may be anything up to u32::MAX, so it must never size the work.
+    for (r, got) in announced {
+        let Some(k) = r.checked_sub(offset).map(|k| k as usize) else {
+            continue;
+        };
+        let Some(want) = nominal_step(b, k) else { continue };
+        let want = &want;
+        if (got - want).abs() > 1e-6 {
+            bad.push(format!(
+                "the kubelet announced back-off {} for its {} wait (\"back-off {}\" in the CrashLoopBackOff message at restartCount {r}), the model's step is {}",
+                fmt_secs(*got),
+                ordinal(k + 1),
+                fmt_secs(*got),
+                fmt_secs(*want)
+            ));
+        }
+    }
+    bad
+}
+
+/// The back-off model in words: `doubling from 10s ×2 cap 5m`, or `explicit bounds`.
+fn model_text(b: &BackoffExpect) -> String {
+    match &b.doubling {
+        Some(d) => format!(
+            "doubling from {} ×{}{}{}",
+            d.base,
+            d.factor,
+            d.cap.map(|c| format!(" cap {c}")).unwrap_or_default(),
+            if d.first_immediate { ", first immediate" } else { "" }
+        ),
+        None => "explicit bounds".into(),
+    }
+}
+
+/// A failed back-off measured across an API outage (or a kubelet restart) is undecided.
+/// Restarts need the API (the kubelet reads the pod's secrets and config maps, writes its
+/// status): an outage across the restarts delays them, and a back-off measured across one says
+/// nothing about the node's.
+fn api_down_across_restarts(mut j: J, tl: &Timeline, name: &str) -> J {
     let first = tl.instances_of(name).filter_map(|i| i.started_at).min();
     let last = tl
         .instances_of(name)

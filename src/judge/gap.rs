@@ -7,7 +7,7 @@ pub(super) fn gap(case: &Case, g: &GapExpect, tl: &Timeline) -> J {
     if let Some(c) = &g.for_each_instance {
         return gap_each(case, g, c, tl);
     }
-    let missing = |r: &MarkRef, why: String| {
+    let missing = |r: &MarkRef, why: MarkError| {
         let e = format!("gap {}→{}: {why}", g.from.label(), g.to.label());
         if tl.complete {
             absent(case, r, tl, e)
@@ -86,133 +86,180 @@ pub(super) fn gap_each(case: &Case, g: &GapExpect, container: &str, tl: &Timelin
     known.extend(tl.logs_of(container, None).map(|l| l.instance));
     known.sort_unstable();
     known.dedup();
-    let last = known.last().copied();
-    let mut measured = vec![];
-    let mut measures = vec![];
-    let mut per = vec![];
-    let mut skipped = vec![];
-    // Instances whose measurement a gap in the evidence prevented: the quantifier cannot pass
-    // over them ("for each instance" would then mean "for each instance we happened to see").
-    let mut unmeasured = vec![];
-    let mut marks_at = vec![];
-    let mut widened = false;
+    let each = Each {
+        case,
+        g,
+        tl,
+        from,
+        to,
+        label,
+        container,
+        last: known.last().copied(),
+    };
+    let mut tally = Tally::default();
     for &n in &known {
-        let (from_n, to_n) = (marks::for_instance(&from, n), marks::for_instance(&to, n));
+        if let Some(failed) = each.instance(n, &mut tally) {
+            return failed;
+        }
+    }
+    each.verdict(tally)
+}
+
+/// A `forEachInstance` gap being judged: its marks looked up, and the newest instance known.
+struct Each<'a> {
+    case: &'a Case,
+    g: &'a GapExpect,
+    tl: &'a Timeline,
+    from: MarkSpec,
+    to: MarkSpec,
+    label: String,
+    container: &'a str,
+    last: Option<u32>,
+}
+
+/// What the instances judged so far came to.
+#[derive(Default)]
+struct Tally {
+    measured: Vec<f64>,
+    measures: Vec<measure::MeasureInfo>,
+    /// `#n 1.2s` of each instance within the bounds.
+    per: Vec<String>,
+    skipped: Vec<String>,
+    /// Instances whose measurement a gap in the evidence prevented: the quantifier cannot pass
+    /// over them ("for each instance" would then mean "for each instance we happened to see").
+    unmeasured: Vec<String>,
+    marks: Vec<MarkAt>,
+    widened: bool,
+}
+
+impl Each<'_> {
+    /// Judges instance `n` into the tally; `Some` is the verdict when it fails the whole gap.
+    fn instance(&self, n: u32, t: &mut Tally) -> Option<J> {
+        let (g, tl, label, container) = (self.g, self.tl, &self.label, self.container);
+        let (from_n, to_n) = (marks::for_instance(&self.from, n), marks::for_instance(&self.to, n));
         let hidden = |spec: &MarkSpec| marks::hiding_gaps(spec, tl, None).first().map(|g| g.describe());
-        let a = resolve(&from_n, tl);
-        let b = resolve(&to_n, tl);
-        let (a, b) = match (a, b) {
+        let (a, b) = match (resolve(&from_n, tl), resolve(&to_n, tl)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(why), _) => {
                 // An instance without its `from` mark is not part of the quantifier (e.g. an
                 // instance that never logged the line the gap starts at), unless a gap of the
                 // mark's source could hide it.
                 match hidden(&from_n) {
-                    Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `from` may lie in a gap: {g}")),
-                    None => skipped.push(format!("#{n} not measured: {why}")),
+                    Some(g) => t
+                        .unmeasured
+                        .push(format!("#{n} not measured: {why}; its `from` may lie in a gap: {g}")),
+                    None => t.skipped.push(format!("#{n} not measured: {why}")),
                 }
-                continue;
+                return None;
             }
             (Ok(a), Err(why)) => {
                 // The newest instance may still be running, or be stopped by the case's own end.
-                if Some(n) == last {
-                    skipped.push(format!("#{n} not measured: {why}"));
-                    continue;
+                if Some(n) == self.last {
+                    t.skipped.push(format!("#{n} not measured: {why}"));
+                    return None;
                 }
-                if !evidence_is_whole(tl) {
-                    match hidden(&to_n) {
-                        Some(g) => unmeasured.push(format!("#{n} not measured: {why}; its `to` may lie in a gap: {g}")),
-                        None if !tl.complete => skipped.push(format!("#{n} not measured: {why}")),
-                        None => {
-                            let mut j = fail(format!(
-                                "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
-                                a.what
-                            ))
-                            .with(Fact::MarkAbsent);
-                            j.measured = measured;
-                            j.measures = measures;
-                            return j;
-                        }
-                    }
-                    continue;
-                }
-                let mut j = fail(format!(
+                let absent = format!(
                     "{label}: {container}#{n} has its `from` ({}) but never its `to`: {why}",
                     a.what
-                ));
-                j.measured = measured;
-                j.measures = measures;
-                return j;
+                );
+                let mut j = if evidence_is_whole(tl) {
+                    fail(absent)
+                } else {
+                    match hidden(&to_n) {
+                        Some(g) => {
+                            t.unmeasured
+                                .push(format!("#{n} not measured: {why}; its `to` may lie in a gap: {g}"));
+                            return None;
+                        }
+                        None if !tl.complete => {
+                            t.skipped.push(format!("#{n} not measured: {why}"));
+                            return None;
+                        }
+                        None => fail(absent).with(Fact::MarkAbsent),
+                    }
+                };
+                j.measured = std::mem::take(&mut t.measured);
+                j.measures = std::mem::take(&mut t.measures);
+                return Some(j);
             }
         };
         let resolution = (secs(a.precision), secs(b.precision));
         let j = gap_between(g, a.clone(), b.clone());
-        measured.extend(j.measured.iter().copied());
+        t.measured.extend(j.measured.iter().copied());
         if !j.measured.is_empty() {
-            measures.extend(gap_measures(case, g, tl, resolution));
+            t.measures.extend(gap_measures(self.case, g, tl, resolution));
         }
-        marks_at.extend(j.marks.iter().cloned());
+        t.marks.extend(j.marks.iter().cloned());
         if j.outcome == Outcome::Undecided {
-            unmeasured.push(format!("#{n}: {}", j.evidence));
-            continue;
+            t.unmeasured.push(format!("#{n}: {}", j.evidence));
+            return None;
         }
         if j.outcome == Outcome::Fail {
             let mut f = fail(format!("{label}: {container}#{n} out of bounds: {}", j.evidence));
-            f.measured = measured;
-            f.measures = measures;
+            f.measured = std::mem::take(&mut t.measured);
+            f.measures = std::mem::take(&mut t.measures);
             f.marks = j.marks;
-            return f;
+            return Some(f);
         }
         if j.has(Fact::ToleranceWidened) {
-            widened = true;
+            t.widened = true;
         }
-        per.push(format!("#{n} {}", fmt_secs(*j.measured.first().unwrap_or(&0.0))));
+        t.per
+            .push(format!("#{n} {}", fmt_secs(*j.measured.first().unwrap_or(&0.0))));
+        None
     }
-    if widened {
-        skipped.push("status times are whole seconds: each tolerance widened by their precision".into());
-    }
-    let skipped_note = if skipped.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", skipped.join("; "))
-    };
-    let mut j = if !unmeasured.is_empty() {
-        let e = format!(
-            "{label}: {} instance(s) within {}{}{skipped_note}; undecided: {}",
-            per.len(),
-            bounds_text(g),
-            if per.is_empty() {
-                String::new()
+
+    /// The verdict once every instance is within the bounds, skipped or unmeasured.
+    fn verdict(&self, mut t: Tally) -> J {
+        let (g, tl, label) = (self.g, self.tl, &self.label);
+        if t.widened {
+            t.skipped
+                .push("status times are whole seconds: each tolerance widened by their precision".into());
+        }
+        let skipped_note = if t.skipped.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", t.skipped.join("; "))
+        };
+        let per = &t.per;
+        let mut j = if !t.unmeasured.is_empty() {
+            let e = format!(
+                "{label}: {} instance(s) within {}{}{skipped_note}; undecided: {}",
+                per.len(),
+                bounds_text(g),
+                if per.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", per.join(", "))
+                },
+                t.unmeasured.join("; ")
+            );
+            undecided(e).with(Fact::InstanceUnmeasured)
+        } else if per.is_empty() {
+            let e = format!("{label}: no instance with both marks{skipped_note}");
+            if evidence_is_whole(tl) {
+                fail(e).with(Fact::MarkAbsent)
             } else {
-                format!(": {}", per.join(", "))
-            },
-            unmeasured.join("; ")
-        );
-        undecided(e).with(Fact::InstanceUnmeasured)
-    } else if per.is_empty() {
-        let e = format!("{label}: no instance with both marks{skipped_note}");
-        if evidence_is_whole(tl) {
-            fail(e).with(Fact::MarkAbsent)
+                undecided(e)
+            }
         } else {
-            undecided(e)
-        }
-    } else {
-        let e = format!(
-            "{label}: {} instance(s) within {}: {}{skipped_note}",
-            per.len(),
-            bounds_text(g),
-            per.join(", ")
-        );
-        if tl.complete {
-            pass(e)
-        } else {
-            undecided(format!("{e} so far"))
-        }
-    };
-    j.measured = measured;
-    j.measures = measures;
-    j.marks = marks_at;
-    j
+            let e = format!(
+                "{label}: {} instance(s) within {}: {}{skipped_note}",
+                per.len(),
+                bounds_text(g),
+                per.join(", ")
+            );
+            if tl.complete {
+                pass(e)
+            } else {
+                undecided(format!("{e} so far"))
+            }
+        };
+        j.measured = t.measured;
+        j.measures = t.measures;
+        j.marks = t.marks;
+        j
+    }
 }
 
 /// `5s ±300ms`, `at most 2s`, ...
@@ -229,31 +276,46 @@ pub(super) fn bounds_text(g: &GapExpect) -> String {
 /// Judges a gap between two resolved marks.
 pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     let measured = secs(b.at.duration_since(a.at));
-    // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
-    let below = secs(a.precision);
-    let above = secs(b.precision);
-    let lo_true = measured - below;
-    let hi_true = measured + above;
-    // Across two streams each end also carries its stream's delay: a receive time lags its
-    // write (an event's own time, whole seconds, bounds it), our request takes effect before
-    // it is answered. Those delays are known only as bounds, so they never make a pass: they
-    // only turn a measurement outside the bounds by less than them into undecided.
-    let cross = !a.same_stream(&b);
-    let (mut lag_below, lag_above) = if cross {
-        (secs(a.late) + secs(b.early), secs(b.late) + secs(a.early))
-    } else {
-        (0.0, 0.0)
-    };
-    // From our request to the node's reaction, the kubelet's own watch delivery is part of the
-    // measured gap: on a loaded API server or machine it hears of a DELETE late (live, after an
-    // outage: a preStop hook called 289 ms after the DELETE was answered). It only excuses an
-    // upper bound, as undecided; node-side gaps (TERM→kill) keep judging the node precisely.
-    let reaction = if cross && b.stream != Stream::Action {
-        secs(a.reaction)
-    } else {
-        0.0
-    };
-    lag_below += reaction;
+    let (lo, hi, expected) = gap_bounds(g);
+    let (shown, note) = shown_measurement(&a, &b, measured);
+    let ev = format!(
+        "gap {}→{}: expected {expected}, measured {shown} ({}; {}){note}",
+        g.from.label(),
+        g.to.label(),
+        a.what,
+        b.what
+    );
+    let marks = vec![
+        MarkAt {
+            label: g.from.label(),
+            at: a.at,
+        },
+        MarkAt {
+            label: g.to.label(),
+            at: b.at,
+        },
+    ];
+    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
+        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
+        let mut j = undecided(format!("{ev}; undecided: {why}"));
+        j.marks = marks;
+        return j;
+    }
+    let mut j = gap_outcome(ev, &a, &b, (lo, hi), measured);
+    if secs(a.precision) + secs(b.precision) > 0.0 {
+        j = j.with(Fact::ToleranceWidened);
+    }
+    if a.tick_stalled || b.tick_stalled {
+        j = j.with(Fact::KillDisagreesWithFinishedAt);
+    }
+    j.measured = vec![measured];
+    j.marks = marks;
+    j
+}
+
+/// The bounds a gap expectation sets (`None`: open) and what it expects, in words, with the
+/// allowances the bound rests on.
+fn gap_bounds(g: &GapExpect) -> (Option<f64>, Option<f64>, String) {
     let (lo, hi, expected) = match (g.target, g.tolerance, g.min, g.max) {
         (Some(t), tol, _, _) => {
             let tol = tol.map(|d| d.as_secs_f64()).unwrap_or(0.0);
@@ -278,12 +340,15 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         Some(a) => format!("{expected} ({})", crate::suite::allowances::describe(&a.value)),
         None => expected,
     };
-    let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
-    let ok = within(lo_true, hi_true);
-    let ok_with_lag = within(lo_true - lag_below, hi_true + lag_above);
-    let mut notes = vec![];
+    (lo, hi, expected)
+}
+
+/// The measurement with its uncertainty (the true gap lies in (m − from's, m + to's
+/// precision)), and the note (` [...]`) naming what widened it and any mixing of clocks.
+fn shown_measurement(a: &Hit, b: &Hit, measured: f64) -> (String, String) {
+    let (below, above) = (secs(a.precision), secs(b.precision));
     let widen = below + above;
-    // The measurement with its uncertainty: the true gap lies in (m − from's, m + to's precision).
+    let mut notes = vec![];
     let mut shown = fmt_secs(measured);
     if widen > 0.0 {
         shown.push_str(&format!(" (+{}/−{})", fmt_secs(above), fmt_secs(below)));
@@ -307,6 +372,60 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     } else {
         format!(" [{}]", notes.join("; "))
     };
+    (shown, note)
+}
+
+/// How far the delays between two marks' streams may move a gap.
+struct StreamLag {
+    below: f64,
+    above: f64,
+    /// The part of `below` that is the kubelet's own watch delivery of our request.
+    reaction: f64,
+}
+
+/// The delays between two marks' streams.
+///
+/// Across two streams each end carries its stream's delay: a receive time lags its write (an
+/// event's own time, whole seconds, bounds it), our request takes effect before it is answered.
+/// Those delays are known only as bounds, so they never make a pass: they only turn a
+/// measurement outside the bounds by less than them into undecided.
+fn stream_lag(a: &Hit, b: &Hit) -> StreamLag {
+    let cross = !a.same_stream(b);
+    let (mut lag_below, lag_above) = if cross {
+        (secs(a.late) + secs(b.early), secs(b.late) + secs(a.early))
+    } else {
+        (0.0, 0.0)
+    };
+    // From our request to the node's reaction, the kubelet's own watch delivery is part of the
+    // measured gap: on a loaded API server or machine it hears of a DELETE late (after an
+    // outage, a preStop hook was called 289 ms after the DELETE was answered). It only excuses
+    // an upper bound, as undecided; node-side gaps (TERM→kill) keep judging the node precisely.
+    let reaction = if cross && b.stream != Stream::Action {
+        secs(a.reaction)
+    } else {
+        0.0
+    };
+    lag_below += reaction;
+    StreamLag {
+        below: lag_below,
+        above: lag_above,
+        reaction,
+    }
+}
+
+/// The outcome of a measured gap against its bounds (`lo`, `hi`), `ev` its evidence: a pass
+/// only when the true gap, measured with both marks' precision, surely lies within them.
+fn gap_outcome(ev: String, a: &Hit, b: &Hit, (lo, hi): (Option<f64>, Option<f64>), measured: f64) -> J {
+    // True instants lie in [at, at+precision): the true gap lies in (m - pa, m + pb).
+    let below = secs(a.precision);
+    let above = secs(b.precision);
+    let lo_true = measured - below;
+    let hi_true = measured + above;
+    let lag = stream_lag(a, b);
+    let within = |l: f64, h: f64| lo.is_none_or(|lo| h >= lo - 1e-9) && hi.is_none_or(|hi| l <= hi + 1e-9);
+    let ok = within(lo_true, hi_true);
+    let ok_with_lag = within(lo_true - lag.below, hi_true + lag.above);
+    let widen = below + above;
     // A measurement coarser than the window it is judged against cannot show the node inside
     // it: never a pass (a broken node would pass as well), undecided unless surely outside.
     let window = match (lo, hi) {
@@ -314,34 +433,11 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         _ => None,
     };
     let coarse = window.is_some_and(|w| widen > w + 1e-9);
-    let ev = format!(
-        "gap {}→{}: expected {expected}, measured {shown} ({}; {}){note}",
-        g.from.label(),
-        g.to.label(),
-        a.what,
-        b.what
-    );
-    let marks = vec![
-        MarkAt {
-            label: g.from.label(),
-            at: a.at,
-        },
-        MarkAt {
-            label: g.to.label(),
-            at: b.at,
-        },
-    ];
-    if let Some(why) = a.uncertain.as_ref().or(b.uncertain.as_ref()) {
-        // Not a measurement: one end may lie anywhere in a gap (kept out of statistics).
-        let mut j = undecided(format!("{ev}; undecided: {why}"));
-        j.marks = marks;
-        return j;
-    }
     // A stalled tick leaves only finishedAt (whole seconds) as the kill's reading: when that
     // second straddles a bound, the node may lie on either side of it.
     let stalled = a.tick_stalled || b.tick_stalled;
     let surely_within = lo.is_none_or(|lo| lo_true >= lo - 1e-9) && hi.is_none_or(|hi| hi_true <= hi + 1e-9);
-    let mut j = if ok && stalled && !surely_within {
+    if ok && stalled && !surely_within {
         undecided(format!(
             "{ev}; undecided: the kill is read from finishedAt alone, whose second straddles the bound"
         ))
@@ -357,13 +453,13 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
     } else if ok_with_lag {
         undecided(format!(
             "{ev}; undecided: outside the bounds by less than the delay between the two streams (−{}/+{}: {}{})",
-            fmt_secs(lag_below),
-            fmt_secs(lag_above),
-            stream_causes(&a, &b),
-            if reaction > 0.0 {
+            fmt_secs(lag.below),
+            fmt_secs(lag.above),
+            stream_causes(a, b),
+            if lag.reaction > 0.0 {
                 format!(
                     "; the kubelet hears of our request through its own watch, up to {} late under load",
-                    fmt_secs(reaction)
+                    fmt_secs(lag.reaction)
                 )
             } else {
                 String::new()
@@ -372,16 +468,7 @@ pub(super) fn gap_between(g: &GapExpect, a: Hit, b: Hit) -> J {
         .with(Fact::OrderWithinUncertainty)
     } else {
         fail(ev)
-    };
-    if widen > 0.0 {
-        j = j.with(Fact::ToleranceWidened);
     }
-    if a.tick_stalled || b.tick_stalled {
-        j = j.with(Fact::KillDisagreesWithFinishedAt);
-    }
-    j.measured = vec![measured];
-    j.marks = marks;
-    j
 }
 
 #[cfg(test)]

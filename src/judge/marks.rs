@@ -4,6 +4,7 @@
 mod disproof;
 mod hit;
 mod matchers;
+mod unresolved;
 
 use jiff::{SignedDuration, Timestamp};
 
@@ -13,6 +14,7 @@ use crate::suite::types::{InstanceSel, Occurrence, Pattern};
 pub use hit::{Clock, Hit, STATUS_CAUSE, Stream, WATCH_DELIVERY};
 pub use matchers::{Matcher, compile, matcher, template_value};
 use matchers::{event_hit, event_items, log_hit, log_matches};
+pub use unresolved::{Flag, Unresolved};
 
 /// How many of a tick loop's last intervals measure its period: enough to see a stretched
 /// tick on a loaded node, few enough to describe the loop as it was when it stopped.
@@ -50,7 +52,7 @@ fn log_instances(tl: &Timeline, container: &str, sel: InstanceSel) -> Option<Vec
 
 /// Resolves a mark; `Err` explains why it has not (yet) occurred. The hit says whether a gap in
 /// its source makes its instant uncertain.
-pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
+pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, Unresolved> {
     let mut hit = resolve_raw(spec, tl)?;
     if !tl.gaps.is_empty()
         && let Some(u) = uncertainty(spec, &hit, tl)
@@ -147,7 +149,7 @@ fn later(gs: Vec<&Gap>, hit: &Hit) -> Option<Uncertain> {
 /// was already past runs out when the kubelet learns of it, which the first snapshot carrying
 /// it stands for. startTime is truncated to the second, so the true expiry lies within the
 /// second after the computed one.
-fn active_deadline(tl: &Timeline) -> Result<Hit, String> {
+fn active_deadline(tl: &Timeline) -> Result<Hit, Unresolved> {
     // The deadline the pod ended with, and when it was first seen with that value (a running
     // pod's deadline can only be set or shortened).
     let deadline = tl
@@ -155,7 +157,7 @@ fn active_deadline(tl: &Timeline) -> Result<Hit, String> {
         .iter()
         .rev()
         .find_map(|s| s.active_deadline_seconds)
-        .ok_or("the pod never had an activeDeadlineSeconds")?;
+        .ok_or(Unresolved::NoActiveDeadline)?;
     let set = tl
         .snapshots
         .iter()
@@ -166,7 +168,7 @@ fn active_deadline(tl: &Timeline) -> Result<Hit, String> {
         .snapshots
         .iter()
         .find_map(|s| s.start_time)
-        .ok_or("the pod never had a status.startTime")?;
+        .ok_or(Unresolved::NoStartTime)?;
     let due = crate::util::ts_add(start, SignedDuration::from_secs(deadline));
     let desc = format!("startTime {} + activeDeadlineSeconds {deadline}", hms(start));
     Ok(if due >= set {
@@ -243,14 +245,17 @@ fn same_quantities(
 
 /// The first instance `r` selects: the one whose status times `containerStarted` and
 /// `containerTerminated` read.
-fn first_instance<'a>(tl: &'a Timeline, r: &'a ContainerInstanceRef) -> Result<&'a Instance, String> {
+fn first_instance<'a>(tl: &'a Timeline, r: &'a ContainerInstanceRef) -> Result<&'a Instance, Unresolved> {
     select_instances(tl, &r.container, r.instance)
         .first()
         .copied()
-        .ok_or_else(|| format!("no instance{} of `{}` observed", r.instance, r.container))
+        .ok_or_else(|| Unresolved::NoInstance {
+            container: r.container.to_string(),
+            instance: r.instance,
+        })
 }
 
-fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
+fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, Unresolved> {
     match spec {
         MarkSpec::ContainerStarted(r) => container_started(r, tl),
         MarkSpec::ContainerTerminated(r) => container_terminated(r, tl),
@@ -263,8 +268,8 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
         MarkSpec::Event(e) => event_mark(e, tl),
         MarkSpec::Phase(p) => phase_mark(p, tl),
         MarkSpec::Condition(c) => condition_mark(c, tl),
-        MarkSpec::Ready(f) => flag_turn(f, "ready", tl),
-        MarkSpec::Started(f) => flag_turn(f, "started", tl),
+        MarkSpec::Ready(f) => flag_turn(f, Flag::Ready, tl),
+        MarkSpec::Started(f) => flag_turn(f, Flag::Started, tl),
         MarkSpec::Resized(r) => resized(r, tl),
         MarkSpec::Status(st) => status_mark(st, tl),
         MarkSpec::ActiveDeadline => active_deadline(tl),
@@ -275,11 +280,12 @@ fn resolve_raw(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, String> {
 }
 
 /// A container instance's `startedAt`, narrowed by its first log line.
-fn container_started(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+fn container_started(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, Unresolved> {
     let i = first_instance(tl, r)?;
-    let t = i
-        .started_at
-        .ok_or_else(|| format!("{}#{} has no startedAt", i.container, i.instance))?;
+    let t = i.started_at.ok_or_else(|| Unresolved::NoStartedAt {
+        container: i.container.to_string(),
+        instance: i.instance,
+    })?;
     // startedAt is truncated to the second; the first log line (same node clock, ns)
     // bounds the true start from above, so it narrows the interval.
     let first = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).min();
@@ -297,11 +303,12 @@ fn container_started(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, Str
 }
 
 /// A container instance's `finishedAt`, narrowed by its last log line.
-fn container_terminated(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+fn container_terminated(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, Unresolved> {
     let i = first_instance(tl, r)?;
-    let t = i
-        .finished_at
-        .ok_or_else(|| format!("{}#{} has not terminated", i.container, i.instance))?;
+    let t = i.finished_at.ok_or_else(|| Unresolved::NotTerminated {
+        container: i.container.to_string(),
+        instance: i.instance,
+    })?;
     // finishedAt is truncated to the second; the last log line bounds the true end from
     // below, so the end lies in [max(finishedAt, last line), finishedAt + 1 s).
     let last = tl.logs_of(&i.container, Some(i.instance)).map(|l| l.time).max();
@@ -319,7 +326,7 @@ fn container_terminated(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, 
 }
 
 /// The first pod version showing the instance in a state.
-fn container_seen(s: &ContainerSeen, tl: &Timeline) -> Result<Hit, String> {
+fn container_seen(s: &ContainerSeen, tl: &Timeline) -> Result<Hit, Unresolved> {
     for snap in &tl.snapshots {
         let Some(c) = snap.container(&s.container) else {
             continue;
@@ -346,11 +353,15 @@ fn container_seen(s: &ContainerSeen, tl: &Timeline) -> Result<Hit, String> {
             .pod_watch());
         }
     }
-    Err(format!("`{}`{} never seen {}", s.container, s.instance, s.state))
+    Err(Unresolved::NeverSeen {
+        container: s.container.to_string(),
+        instance: s.instance,
+        state: s.state,
+    })
 }
 
 /// The first pod version whose restartCount reached the mark's.
-fn restarts(r: &RestartsMark, tl: &Timeline) -> Result<Hit, String> {
+fn restarts(r: &RestartsMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     tl.snapshots
         .iter()
         .find(|s| s.container(&r.container).is_some_and(|c| c.restart_count >= r.count))
@@ -363,26 +374,27 @@ fn restarts(r: &RestartsMark, tl: &Timeline) -> Result<Hit, String> {
             )
             .pod_watch()
         })
-        .ok_or_else(|| format!("`{}` never reached restartCount {}", r.container, r.count))
+        .ok_or_else(|| Unresolved::RestartsNotReached {
+            container: r.container.to_string(),
+            count: r.count,
+        })
 }
 
 /// The chosen occurrence of a matching log line.
-fn log_mark(l: &LogMark, tl: &Timeline) -> Result<Hit, String> {
+fn log_mark(l: &LogMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     let (lines, label) = log_matches(l, tl)?;
-    let line = l.occurrence.pick(&lines).ok_or_else(|| {
-        format!(
-            "no {} log line {label} in `{}`{} ({} matching)",
-            l.occurrence,
-            l.container,
-            l.instance,
-            lines.len()
-        )
+    let line = l.occurrence.pick(&lines).ok_or_else(|| Unresolved::NoLogLine {
+        occurrence: l.occurrence,
+        label,
+        container: l.container.to_string(),
+        instance: l.instance,
+        matching: lines.len(),
     })?;
     Ok(log_hit(line))
 }
 
 /// The first (`first`) or last log line of the selected instances.
-fn end_log_line(r: &ContainerInstanceRef, first: bool, tl: &Timeline) -> Result<Hit, String> {
+fn end_log_line(r: &ContainerInstanceRef, first: bool, tl: &Timeline) -> Result<Hit, Unresolved> {
     let inst = log_instances(tl, &r.container, r.instance);
     let mut lines: Vec<_> = tl
         .logs_of(&r.container, None)
@@ -390,7 +402,10 @@ fn end_log_line(r: &ContainerInstanceRef, first: bool, tl: &Timeline) -> Result<
         .collect();
     lines.sort_by_key(|x| x.time);
     let line = if first { lines.first() } else { lines.last() };
-    let line = line.ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+    let line = line.ok_or_else(|| Unresolved::NoLogLineFrom {
+        container: r.container.to_string(),
+        instance: r.instance,
+    })?;
     let which = if first { "first" } else { "last" };
     Ok(Hit::new(
         line.time,
@@ -409,7 +424,7 @@ fn end_log_line(r: &ContainerInstanceRef, first: bool, tl: &Timeline) -> Result<
 
 /// When a tick loop stopped: within one period after its last line, or finishedAt when the loop
 /// stalled before the kill.
-fn tick_stopped(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> {
+fn tick_stopped(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, Unresolved> {
     let inst = log_instances(tl, &r.container, r.instance);
     let mut lines: Vec<_> = tl
         .logs_of(&r.container, None)
@@ -417,20 +432,19 @@ fn tick_stopped(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> 
         .collect();
     lines.sort_by_key(|x| x.time);
     let tail = &lines[lines.len().saturating_sub(TICK_INTERVALS + 1)..];
-    let last = tail
-        .last()
-        .ok_or_else(|| format!("no log line from `{}`{}", r.container, r.instance))?;
+    let last = tail.last().ok_or_else(|| Unresolved::NoLogLineFrom {
+        container: r.container.to_string(),
+        instance: r.instance,
+    })?;
     // The loop stopped after its last line and before the next tick was due: the
     // longest recent interval is the period the evidence was sampled at.
     let period = tail
         .windows(2)
         .map(|w| w[1].time.duration_since(w[0].time))
         .max()
-        .ok_or_else(|| {
-            format!(
-                "`{}`{} logged one line: no tick period to measure",
-                r.container, r.instance
-            )
+        .ok_or_else(|| Unresolved::OneTick {
+            container: r.container.to_string(),
+            instance: r.instance,
         })?;
     let p = crate::util::fmt_secs(period.as_secs_f64());
     // The kill must agree with the kubelet's record of the exit: the true kill lies in
@@ -480,7 +494,7 @@ fn tick_stopped(r: &ContainerInstanceRef, tl: &Timeline) -> Result<Hit, String> 
 }
 
 /// The chosen occurrence of an event, counted over repeated items.
-fn event_mark(e: &EventMark, tl: &Timeline) -> Result<Hit, String> {
+fn event_mark(e: &EventMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     let matches = event_items(e, tl)?;
     // Items stand for `repeats` occurrences each: pick by counting, never expanding.
     let total = crate::observe::timeline::occurrences(&matches);
@@ -489,13 +503,16 @@ fn event_mark(e: &EventMark, tl: &Timeline) -> Result<Hit, String> {
         Occurrence::Last => total,
         Occurrence::Nth(n) => u64::from(n),
     };
-    let (o, at) = crate::observe::timeline::nth_occurrence(&matches, n)
-        .ok_or_else(|| format!("no {} {} event ({total} seen)", e.occurrence, e.reason))?;
+    let (o, at) = crate::observe::timeline::nth_occurrence(&matches, n).ok_or_else(|| Unresolved::NoEvent {
+        occurrence: e.occurrence,
+        reason: e.reason.to_string(),
+        seen: total,
+    })?;
     Ok(event_hit(o, at))
 }
 
 /// The first pod version in a phase.
-fn phase_mark(p: &PodPhase, tl: &Timeline) -> Result<Hit, String> {
+fn phase_mark(p: &PodPhase, tl: &Timeline) -> Result<Hit, Unresolved> {
     tl.snapshots
         .iter()
         .find(|s| s.phase.as_deref() == Some(p.as_str()))
@@ -508,11 +525,11 @@ fn phase_mark(p: &PodPhase, tl: &Timeline) -> Result<Hit, String> {
             )
             .pod_watch()
         })
-        .ok_or_else(|| format!("phase {p} never observed"))
+        .ok_or_else(|| Unresolved::PhaseNever { phase: p.to_string() })
 }
 
 /// The chosen turn of a pod condition to a status (and reason and message).
-fn condition_mark(c: &ConditionMark, tl: &Timeline) -> Result<Hit, String> {
+fn condition_mark(c: &ConditionMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     let want = format!("{:?}", c.status);
     let msg = c.message.as_ref().map(|m| compile(m, tl)).transpose()?;
     // A hit is a snapshot where the condition matches (status, and reason and message
@@ -540,18 +557,24 @@ fn condition_mark(c: &ConditionMark, tl: &Timeline) -> Result<Hit, String> {
     if let Some(m) = &c.message {
         label.push_str(&format!(" message {m}"));
     }
-    let t = pick(c.occurrence, &hits).ok_or_else(|| format!("{label} never observed ({} times seen)", hits.len()))?;
+    let t = pick(c.occurrence, &hits).ok_or_else(|| Unresolved::ConditionNever {
+        label: label.clone(),
+        seen: hits.len(),
+    })?;
     Ok(Hit::new(t, ZERO, Clock::Harness, format!("{label} seen {}", hms(t))).pod_watch())
 }
 
 /// The chosen turn of a container's `ready` or `started` flag (`which`) to a value.
-fn flag_turn(f: &FlagMark, which: &str, tl: &Timeline) -> Result<Hit, String> {
+fn flag_turn(f: &FlagMark, which: Flag, tl: &Timeline) -> Result<Hit, Unresolved> {
     let mut prev: Option<bool> = None;
     let mut hits = vec![];
     for s in &tl.snapshots {
         let Some(c) = s.container(&f.container) else { continue };
         // `started` is absent on old servers and before the kubelet reports it.
-        let Some(v) = (if which == "ready" { Some(c.ready) } else { c.started }) else {
+        let Some(v) = (match which {
+            Flag::Ready => Some(c.ready),
+            Flag::Started => c.started,
+        }) else {
             continue;
         };
         if v == f.value && prev != Some(v) {
@@ -559,14 +582,12 @@ fn flag_turn(f: &FlagMark, which: &str, tl: &Timeline) -> Result<Hit, String> {
         }
         prev = Some(v);
     }
-    let t = pick(f.occurrence, &hits).ok_or_else(|| {
-        format!(
-            "no {} turn of `{}` {which}={} ({} seen)",
-            f.occurrence,
-            f.container,
-            f.value,
-            hits.len()
-        )
+    let t = pick(f.occurrence, &hits).ok_or_else(|| Unresolved::NoFlagTurn {
+        occurrence: f.occurrence,
+        container: f.container.to_string(),
+        which,
+        value: f.value,
+        seen: hits.len(),
     })?;
     Ok(Hit::new(
         t,
@@ -578,7 +599,7 @@ fn flag_turn(f: &FlagMark, which: &str, tl: &Timeline) -> Result<Hit, String> {
 }
 
 /// The chosen time the containers' reported resources turn to match a resize.
-fn resized(r: &ResizedMark, tl: &Timeline) -> Result<Hit, String> {
+fn resized(r: &ResizedMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     // Each time the snapshots turn to match is one occurrence: a rollback to values
     // seen before the resize matches a second time.
     let mut prev = false;
@@ -597,13 +618,10 @@ fn resized(r: &ResizedMark, tl: &Timeline) -> Result<Hit, String> {
         }
         prev = now;
     }
-    let t = pick(r.occurrence, &hits).ok_or_else(|| {
-        let last = if last_miss.is_empty() {
-            String::new()
-        } else {
-            format!("; last seen: {last_miss}")
-        };
-        format!("{} resize never reported ({} seen){last}", r.occurrence, hits.len())
+    let t = pick(r.occurrence, &hits).ok_or(Unresolved::NotResized {
+        occurrence: r.occurrence,
+        seen: hits.len(),
+        last_miss,
     })?;
     let names: Vec<&str> = r.containers.keys().map(String::as_str).collect();
     Ok(Hit::new(
@@ -616,20 +634,22 @@ fn resized(r: &ResizedMark, tl: &Timeline) -> Result<Hit, String> {
 }
 
 /// The chosen time the STATUS column turns to a text.
-fn status_mark(st: &StatusMark, tl: &Timeline) -> Result<Hit, String> {
+fn status_mark(st: &StatusMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     // Each time the column changes to the text is one occurrence.
     let hits: Vec<Timestamp> = super::status::status_sequence(tl)
         .into_iter()
         .filter(|(t, _)| *t == st.is)
         .map(|(_, s)| s.received)
         .collect();
-    let t = pick(st.occurrence, &hits)
-        .ok_or_else(|| format!("STATUS {} never shown ({} times seen)", st.is, hits.len()))?;
+    let t = pick(st.occurrence, &hits).ok_or_else(|| Unresolved::StatusNever {
+        status: st.is.to_string(),
+        seen: hits.len(),
+    })?;
     Ok(Hit::new(t, ZERO, Clock::Harness, format!("STATUS {} seen {}", st.is, hms(t))).pod_watch())
 }
 
 /// The first pod version whose observedGeneration reached the mark's.
-fn observed_generation(g: &i64, tl: &Timeline) -> Result<Hit, String> {
+fn observed_generation(g: &i64, tl: &Timeline) -> Result<Hit, Unresolved> {
     // Only the kubelet writes it, and never above the pod's generation: the first
     // snapshot at or above `g` is when its sync of that spec was seen.
     let latest = tl.snapshots.iter().rev().find_map(|s| s.observed_generation);
@@ -637,9 +657,9 @@ fn observed_generation(g: &i64, tl: &Timeline) -> Result<Hit, String> {
         .snapshots
         .iter()
         .find(|s| s.observed_generation.is_some_and(|o| o >= *g))
-        .ok_or_else(|| match latest {
-            Some(l) => format!("observedGeneration {g} never seen (the latest: {l})"),
-            None => format!("observedGeneration {g} never seen (the kubelet wrote none)"),
+        .ok_or(match latest {
+            Some(latest) => Unresolved::GenerationBehind { want: *g, latest },
+            None => Unresolved::NoGeneration { want: *g },
         })?;
     let seen = s.observed_generation.unwrap_or_default();
     Ok(Hit::new(
@@ -652,21 +672,24 @@ fn observed_generation(g: &i64, tl: &Timeline) -> Result<Hit, String> {
 }
 
 /// The pod's DELETED watch event.
-fn pod_gone(tl: &Timeline) -> Result<Hit, String> {
+fn pod_gone(tl: &Timeline) -> Result<Hit, Unresolved> {
     tl.deleted
         .map(|t| Hit::new(t, ZERO, Clock::Harness, format!("DELETED received {}", hms(t))).pod_watch())
-        .ok_or_else(|| "the pod was never seen deleted".to_string())
+        .ok_or(Unresolved::NotDeleted)
 }
 
 /// One of our own actions: sent, late by its round trip.
-fn action_mark(a: &ActionMark, tl: &Timeline) -> Result<Hit, String> {
+fn action_mark(a: &ActionMark, tl: &Timeline) -> Result<Hit, Unresolved> {
     let times: Vec<_> = tl
         .actions
         .iter()
         .filter(|x| x.kind == a.action)
         .map(|x| x.sent)
         .collect();
-    let t = pick(a.occurrence, &times).ok_or_else(|| format!("no {} {:?} action", a.occurrence, a.action))?;
+    let t = pick(a.occurrence, &times).ok_or(Unresolved::NoAction {
+        occurrence: a.occurrence,
+        action: a.action,
+    })?;
     // The server acted between our sending and its answer.
     let done = tl
         .actions
@@ -855,7 +878,7 @@ mod active_deadline_tests {
         .unwrap()
     }
 
-    fn resolve_in(snaps: Vec<Snapshot>) -> Result<Hit, String> {
+    fn resolve_in(snaps: Vec<Snapshot>) -> Result<Hit, Unresolved> {
         let tl = Timeline {
             snapshots: snaps,
             ..Timeline::default()
@@ -919,7 +942,7 @@ mod tests {
         assert!(h.what.ends_with("≥ last log line"), "{}", h.what);
         tl.instances[0].finished_at = None;
         let why = resolve(&spec(FINISHED), &tl).unwrap_err();
-        assert_eq!(why, "main#0 has not terminated");
+        assert_eq!(why.to_string(), "main#0 has not terminated");
     }
 
     #[test]
@@ -954,7 +977,7 @@ mod tests {
         );
         assert_eq!(h.reaction, WATCH_DELIVERY);
         let why = resolve(&spec("{action: {action: apply}}"), &tl).unwrap_err();
-        assert!(why.starts_with("no first"), "{why}");
+        assert!(why.to_string().starts_with("no first"), "{why}");
     }
 
     #[test]

@@ -318,6 +318,34 @@ pub fn any_probe_period_in(pod: &serde_json::Value) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// What a report's label of a measured value says it measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Labelled<'a> {
+    /// `gap F→T`: the gap between the marks labelled `F` and `T`.
+    Gap { from: &'a str, to: &'a str },
+    /// `backoff \`C\`` (and what follows): the back-off of container `C`.
+    Backoff { container: &'a str },
+}
+
+/// Every reading of a report's label: a mark's label may itself hold `→`, and a backtick may
+/// follow a container's name, so each place the label could split at is a reading.
+fn label_readings(label: &str) -> Vec<Labelled<'_>> {
+    if let Some(rest) = label.strip_prefix("gap ") {
+        rest.match_indices('→')
+            .map(|(i, arrow)| Labelled::Gap {
+                from: &rest[..i],
+                to: &rest[i + arrow.len()..],
+            })
+            .collect()
+    } else if let Some(rest) = label.strip_prefix("backoff `") {
+        rest.match_indices('`')
+            .map(|(i, _)| Labelled::Backoff { container: &rest[..i] })
+            .collect()
+    } else {
+        vec![]
+    }
+}
+
 /// Describes the measured values of expectation `index` of a case from its definition alone
 /// (no timeline): used for reports written before verdicts carried `measures`. `label` is the
 /// report's label of the value (`gap \`term\`→\`kill\``, `backoff \`main\` (...)`): when the
@@ -330,11 +358,11 @@ pub fn static_info(
     label: &str,
 ) -> Option<MeasureInfo> {
     let e = &case.expect.get(index)?.value;
-    let same = match e {
-        Expectation::Gap(g) => label == format!("gap {}→{}", g.from.label(), g.to.label()),
-        Expectation::Backoff(b) => label.starts_with(&format!("backoff `{}`", b.container.as_str())),
+    let same = label_readings(label).into_iter().any(|r| match (e, r) {
+        (Expectation::Gap(g), Labelled::Gap { from, to }) => from == g.from.label() && to == g.to.label(),
+        (Expectation::Backoff(b), Labelled::Backoff { container }) => container == b.container.as_str(),
         _ => false,
-    };
+    });
     if !same {
         return None;
     }
@@ -348,5 +376,22 @@ pub fn static_info(
             Some(backoff_info(lo, hi, slack))
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_is_read_at_every_place_it_could_split() {
+        assert_eq!(
+            label_readings("gap `a`→`b`"),
+            vec![Labelled::Gap { from: "`a`", to: "`b`" }]
+        );
+        // A mark's own label may hold an arrow: each split is a reading.
+        assert_eq!(label_readings("gap x→y→z").len(), 2);
+        assert!(label_readings("backoff `main` (status)").contains(&Labelled::Backoff { container: "main" }));
+        assert!(label_readings("exec").is_empty());
     }
 }

@@ -152,22 +152,36 @@ fn subject(e: &Expectation) -> String {
     }
 }
 
-fn lookup(case: &Case, r: &MarkRef) -> Result<MarkSpec, String> {
+/// Why a mark reference has no hit: it names no mark, or the mark has not (yet) occurred.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MarkError {
+    /// Neither the case nor the built-in marks define the name.
+    #[error("undefined mark `{0}`")]
+    Undefined(String),
+    #[error("mark {label} not found: {why}")]
+    NotFound {
+        label: String,
+        #[source]
+        why: marks::Unresolved,
+    },
+}
+
+fn lookup(case: &Case, r: &MarkRef) -> Result<MarkSpec, MarkError> {
     match r {
         MarkRef::Named(n) => case
             .marks
             .get(&n.value)
             .cloned()
             .or_else(|| crate::suite::load::builtin_mark(&n.value))
-            .ok_or_else(|| format!("undefined mark `{}`", n.value)),
+            .ok_or_else(|| MarkError::Undefined(n.value.to_string())),
         MarkRef::Inline(m) => Ok((**m).clone()),
     }
 }
 
 /// Resolves a mark reference; `Err` carries the undecided/fail explanation.
-fn mark(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, String> {
+fn mark(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, MarkError> {
     let spec = lookup(case, r)?;
-    resolve(&spec, tl).map_err(|why| format!("mark {} not found: {why}", r.label()))
+    resolve(&spec, tl).map_err(|why| MarkError::NotFound { label: r.label(), why })
 }
 
 /// Why two marks of different streams are uncertain relative to each other, for the evidence.
@@ -301,6 +315,6 @@ fn event_lost(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
 }
 
 /// Whether a mark (by reference) has occurred; used by `waitFor` steps.
-pub fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, String> {
+pub fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, MarkError> {
     mark(case, r, tl)
 }

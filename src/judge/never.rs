@@ -15,7 +15,7 @@ pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
             Err(_) if tl.complete && event_reason(case, &n.mark).is_some() => {
                 // An event's absence is only as strong as the event stream: the events of its
                 // type may have reached the recorder's burst (one bucket per source, pod and
-                // type: live runs saw 39 kubelet events of one pod, Normal and Warning apart).
+                // type: 39 kubelet events of one pod can fill it, Normal and Warning apart).
                 let j = match event_lost(case, &n.mark, tl) {
                     Some(why) => undecided(format!("never {}: not seen; undecided: {why}", n.mark.label())),
                     None => pass(format!(
@@ -56,60 +56,54 @@ pub(super) fn never(case: &Case, n: &NeverExpect, tl: &Timeline) -> J {
 pub(super) fn never_before(
     n: &NeverExpect,
     before: &MarkRef,
-    m: Result<Hit, String>,
-    b: Result<Hit, String>,
+    m: Result<Hit, MarkError>,
+    b: Result<Hit, MarkError>,
     tl: &Timeline,
 ) -> J {
-    {
-        {
-            match (m, b) {
-                // Across streams, "first" is only proven beyond both marks' uncertainty.
-                (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => {
-                    undecided(format!(
-                        "never {} before {}: it was seen first ({}; {}); undecided: within their uncertainty: {}",
-                        n.mark.label(),
-                        before.label(),
-                        h.what,
-                        bh.what,
-                        stream_causes(&h, &bh)
-                    ))
-                    .with(Fact::OrderWithinUncertainty)
-                }
-                (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
-                    "never {} before {}: it occurred first ({}; {})",
+    match (m, b) {
+        // Across streams, "first" is only proven beyond both marks' uncertainty.
+        (Ok(h), Ok(bh)) if h.at < bh.at && !h.same_stream(&bh) && h.span().1 > bh.span().0 => undecided(format!(
+            "never {} before {}: it was seen first ({}; {}); undecided: within their uncertainty: {}",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            bh.what,
+            stream_causes(&h, &bh)
+        ))
+        .with(Fact::OrderWithinUncertainty),
+        (Ok(h), Ok(bh)) if h.at < bh.at => fail(format!(
+            "never {} before {}: it occurred first ({}; {})",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            bh.what
+        )),
+        (Ok(h), Err(_)) => fail(format!(
+            "never {} before {}: it occurred ({}) and {} did not",
+            n.mark.label(),
+            before.label(),
+            h.what,
+            before.label()
+        )),
+        (_, Ok(bh)) => pass(format!(
+            "never {} before {} ({})",
+            n.mark.label(),
+            before.label(),
+            bh.what
+        )),
+        (Err(_), Err(why)) => {
+            if tl.complete {
+                // `before` is part of the experiment: with whole evidence, its absence is
+                // the node's (the caller makes it undecided when a gap could hide it).
+                fail(format!(
+                    "never {} before {}: {} never came ({why}), and the observation is complete",
                     n.mark.label(),
                     before.label(),
-                    h.what,
-                    bh.what
-                )),
-                (Ok(h), Err(_)) => fail(format!(
-                    "never {} before {}: it occurred ({}) and {} did not",
-                    n.mark.label(),
-                    before.label(),
-                    h.what,
                     before.label()
-                )),
-                (_, Ok(bh)) => pass(format!(
-                    "never {} before {} ({})",
-                    n.mark.label(),
-                    before.label(),
-                    bh.what
-                )),
-                (Err(_), Err(why)) => {
-                    if tl.complete {
-                        // `before` is part of the experiment: with whole evidence, its absence is
-                        // the node's (the caller makes it undecided when a gap could hide it).
-                        fail(format!(
-                            "never {} before {}: {} never came ({why}), and the observation is complete",
-                            n.mark.label(),
-                            before.label(),
-                            before.label()
-                        ))
-                        .with(Fact::MarkAbsent)
-                    } else {
-                        undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
-                    }
-                }
+                ))
+                .with(Fact::MarkAbsent)
+            } else {
+                undecided(format!("never {} before {}: waiting", n.mark.label(), before.label()))
             }
         }
     }

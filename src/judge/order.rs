@@ -1,18 +1,61 @@
 //! `order` expectations: a chain of marks that must occur in order, where marks of different streams
 //! closer than their delays allow are undecided, not inverted.
 
+use std::ops::ControlFlow;
+
 use super::*;
 
 pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
     if tl.pod.bound_at_create && list.iter().any(|r| scheduler_writes(case, r)) {
         return undecided(format!("order: undecided: {BOUND_AT_CREATE}")).with(Fact::BoundWithoutScheduler);
     }
+    let hits = match order_hits(case, list, tl) {
+        ControlFlow::Continue(h) => h,
+        ControlFlow::Break(j) => return j,
+    };
+    let mut notes = vec![];
+    let uncertain_pairs = match uncertain_pairs(case, list, &hits, &mut notes) {
+        ControlFlow::Continue(k) => k,
+        ControlFlow::Break(j) => return j,
+    };
+    for (k, w) in hits.windows(2).enumerate() {
+        if uncertain_pairs.contains(&(k + 1)) {
+            continue;
+        }
+        // Both counts may arrive in one version (the kubelet writes only its latest status,
+        // e.g. after an outage): the same instant, yet in order by definition.
+        if intrinsic_order(case, &list[k], &list[k + 1]) {
+            continue;
+        }
+        if let Some(j) = pair_order(tl, (&w[0], &w[1]), &mut notes) {
+            return j;
+        }
+    }
+    let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
+    let mut ev = format!("order: {}", chain.join(" < "));
+    if !notes.is_empty() {
+        ev.push_str(&format!(" [{}]", notes.join("; ")));
+    }
+    let mut j = pass(ev);
+    j.marks = hits
+        .iter()
+        .map(|(l, h)| MarkAt {
+            label: l.clone(),
+            at: h.at,
+        })
+        .collect();
+    j
+}
+
+/// Each mark of the chain with its label, or (`Break`) the verdict on the first that has not
+/// occurred.
+fn order_hits(case: &Case, list: &[MarkRef], tl: &Timeline) -> ControlFlow<J, Vec<(String, Hit)>> {
     let mut hits = vec![];
     for r in list {
         match mark(case, r, tl) {
             Ok(h) => hits.push((r.label(), h)),
             Err(why) => {
-                return if !tl.complete {
+                return ControlFlow::Break(if !tl.complete {
                     undecided(format!("order: waiting: {why}"))
                 } else if let Some(gap) = mark_hidden(case, r, tl) {
                     // The mark could have happened while the source was down, or the
@@ -21,13 +64,22 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
                 } else {
                     // Nothing more will be observed and nothing was lost: the mark never happened.
                     fail(format!("order: {why}, and the observation is complete"))
-                };
+                });
             }
         }
     }
-    // A mark whose instant a gap makes uncertain could be anywhere in the span the gap leaves
-    // it: only an order that holds across that whole span is proven.
-    let mut notes = vec![];
+    ControlFlow::Continue(hits)
+}
+
+/// The pairs (by the later one's index) with a mark whose instant a gap makes uncertain: it
+/// could be anywhere in the span the gap leaves it, so only an order that holds across that
+/// whole span is proven (noted); otherwise (`Break`) the verdict is undecided.
+fn uncertain_pairs(
+    case: &Case,
+    list: &[MarkRef],
+    hits: &[(String, Hit)],
+    notes: &mut Vec<String>,
+) -> ControlFlow<J, Vec<usize>> {
     let uncertain_pairs: Vec<usize> = (1..hits.len())
         .filter(|&k| hits[k - 1].1.uncertain.is_some() || hits[k].1.uncertain.is_some())
         .collect();
@@ -48,93 +100,81 @@ pub(super) fn order(case: &Case, list: &[MarkRef], tl: &Timeline) -> J {
             _ => {
                 let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
                 let (l, h) = if a.uncertain.is_some() { (la, a) } else { (lb, b) };
-                return undecided(format!(
+                return ControlFlow::Break(undecided(format!(
                     "order: {}; undecided: {l} may lie elsewhere: {}",
                     chain.join(", "),
                     h.uncertain.as_deref().unwrap_or_default()
-                ));
+                )));
             }
         }
     }
-    for (k, w) in hits.windows(2).enumerate() {
-        if uncertain_pairs.contains(&(k + 1)) {
-            continue;
+    ControlFlow::Continue(uncertain_pairs)
+}
+
+/// Whether mark `a` came before mark `b`: `Some` is the verdict when it did not (or may not
+/// have); what only looks close is noted.
+fn pair_order(
+    tl: &Timeline,
+    ((la, a), (lb, b)): (&(String, Hit), &(String, Hit)),
+    notes: &mut Vec<String>,
+) -> Option<J> {
+    let fail = |why: String| match restarted_before(tl, a, b) {
+        Some(g) => reset(&why, g),
+        None => fail(why),
+    };
+    // Two streams (or two clocks): only what their uncertainty intervals separate is an
+    // order; a measured inversion inside the overlap is two writers racing, or two
+    // deliveries, never proof against the node.
+    if !a.same_stream(b) {
+        let ((a_lo, _), (_, b_hi)) = (a.span(), b.span());
+        let inverted = a.at > b.at || (a.at == b.at && a.precision.is_zero() && b.precision.is_zero());
+        if inverted && b_hi <= a_lo {
+            return Some(fail(format!(
+                "order: expected {la} before {lb}, but {la} came {} later, beyond both marks' uncertainty ({}; {})",
+                fmt_secs(secs(a.at.duration_since(b.at))),
+                a.what,
+                b.what
+            )));
         }
-        // Both counts may arrive in one version (the kubelet writes only its latest status,
-        // e.g. after an outage): the same instant, yet in order by definition.
-        if intrinsic_order(case, &list[k], &list[k + 1]) {
-            continue;
-        }
-        let ((la, a), (lb, b)) = (&w[0], &w[1]);
-        let fail = |why: String| match restarted_before(tl, a, b) {
-            Some(g) => reset(&why, g),
-            None => fail(why),
-        };
-        // Two streams (or two clocks): only what their uncertainty intervals separate is an
-        // order; a measured inversion inside the overlap is two writers racing, or two
-        // deliveries, never proof against the node.
-        if !a.same_stream(b) {
-            let ((a_lo, _), (_, b_hi)) = (a.span(), b.span());
-            let inverted = a.at > b.at || (a.at == b.at && a.precision.is_zero() && b.precision.is_zero());
-            if inverted && b_hi <= a_lo {
-                return fail(format!(
-                    "order: expected {la} before {lb}, but {la} came {} later, beyond both marks' uncertainty ({}; {})",
-                    fmt_secs(secs(a.at.duration_since(b.at))),
-                    a.what,
-                    b.what
-                ));
-            }
-            if inverted {
-                return undecided(format!(
+        if inverted {
+            return Some(
+                undecided(format!(
                     "order: {la} ({}) seen {} after {lb} ({}); undecided: within their uncertainty: {}",
                     a.what,
                     fmt_secs(secs(a.at.duration_since(b.at))),
                     b.what,
                     stream_causes(a, b)
                 ))
-                .with(Fact::OrderWithinUncertainty);
-            }
-            if b.span().0 < a.span().1 {
-                notes.push(format!(
-                    "{la} and {lb} within their uncertainty ({}): consistent with the order",
-                    stream_causes(a, b)
-                ));
-            }
-            continue;
+                .with(Fact::OrderWithinUncertainty),
+            );
         }
-        if a.at > b.at {
-            return fail(format!(
-                "order: expected {la} before {lb}, but {la} came {} later ({}; {})",
-                fmt_secs(secs(a.at.duration_since(b.at))),
-                a.what,
-                b.what
+        if b.span().0 < a.span().1 {
+            notes.push(format!(
+                "{la} and {lb} within their uncertainty ({}): consistent with the order",
+                stream_causes(a, b)
             ));
         }
-        let exact = a.precision == SignedDuration::ZERO && b.precision == SignedDuration::ZERO;
-        if a.at == b.at && exact {
-            return fail(format!(
-                "order: expected {la} strictly before {lb}, but both are at the same instant ({}; {})",
-                a.what, b.what
-            ));
-        }
-        if a.at == b.at && (a.precision > SignedDuration::ZERO || b.precision > SignedDuration::ZERO) {
-            notes.push(format!("{la} and {lb} in the same second (1 s status precision)"));
-        }
+        return None;
     }
-    let chain: Vec<String> = hits.iter().map(|(l, h)| format!("{l} ({})", h.what)).collect();
-    let mut ev = format!("order: {}", chain.join(" < "));
-    if !notes.is_empty() {
-        ev.push_str(&format!(" [{}]", notes.join("; ")));
+    if a.at > b.at {
+        return Some(fail(format!(
+            "order: expected {la} before {lb}, but {la} came {} later ({}; {})",
+            fmt_secs(secs(a.at.duration_since(b.at))),
+            a.what,
+            b.what
+        )));
     }
-    let mut j = pass(ev);
-    j.marks = hits
-        .iter()
-        .map(|(l, h)| MarkAt {
-            label: l.clone(),
-            at: h.at,
-        })
-        .collect();
-    j
+    let exact = a.precision == SignedDuration::ZERO && b.precision == SignedDuration::ZERO;
+    if a.at == b.at && exact {
+        return Some(fail(format!(
+            "order: expected {la} strictly before {lb}, but both are at the same instant ({}; {})",
+            a.what, b.what
+        )));
+    }
+    if a.at == b.at && (a.precision > SignedDuration::ZERO || b.precision > SignedDuration::ZERO) {
+        notes.push(format!("{la} and {lb} in the same second (1 s status precision)"));
+    }
+    None
 }
 
 /// A kubelet restart before the later of two marks the kubelet wrote: what it held in memory

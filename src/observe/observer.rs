@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1 as core;
 use super::timeline::*;
 use crate::suite::ContainerKind;
 pub use events::container_from_field_path;
+use logs::OwnLogGap;
 pub use logs::{
     MAX_LOG_BYTES_PER_INSTANCE, MAX_LOG_LINE_BYTES, MAX_LOG_LINES_PER_INSTANCE, TRUNCATED_MARKER, cap_line,
     parse_cri_line, parse_log_line,
@@ -143,6 +144,9 @@ pub struct Observer {
     refetched: BTreeSet<(String, u32)>,
     /// Kept lines and bytes per (container, instance), for the caps.
     kept: HashMap<(String, u32), (usize, usize)>,
+    /// The log gap this observer opened for a (container, instance), by kind: how it finds
+    /// that gap again (to widen or withdraw it) among the gaps the streams report.
+    own_log_gaps: BTreeMap<(String, u32), OwnLogGap>,
     /// Sees every input before the observer does, in push order (the run recorder).
     tap: Option<Tap>,
 }
@@ -253,7 +257,7 @@ impl Observer {
     /// was blind, or the kubelet could not write: an API outage) has a log no one can fetch any
     /// more: the runtime keeps only the current and the previous instance's. Without a line of it,
     /// its log is a gap, so a count over the container's logs is not decided as if it had been
-    /// read (live: a crash-looping container's instance 3 ran inside a 65 s outage).
+    /// read (e.g. a crash-looping container's instance that ran inside a 65 s outage).
     fn lost_instance_logs(&mut self) {
         let second = jiff::SignedDuration::from_secs(1);
         let mut lost = vec![];
@@ -276,8 +280,8 @@ impl Observer {
         }
         // Instances never seen at all: the first status seen already counted restarts (or the
         // count jumped), so instances below or between the seen ones ran while the pod watch
-        // was blind or the kubelet could not write (live: a postStart-failing container's
-        // instances 0-2 lived inside a 64 s API outage; the first status seen said restartCount 3).
+        // was blind or the kubelet could not write (e.g. a postStart-failing container's
+        // instances 0-2 living inside a 64 s API outage, the first status seen saying restartCount 3).
         let mut unseen = vec![];
         let mut containers: Vec<&str> = self.tl.instances.iter().map(|i| i.container.as_str()).collect();
         containers.sort_unstable();

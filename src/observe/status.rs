@@ -41,9 +41,6 @@ pub struct PodRow {
 
 /// Computes READY and STATUS of a snapshot as kubectl shows them.
 pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
-    let non_empty = |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(str::to_string);
-    let is_true = |ty: &str| snap.condition(ty).is_some_and(|c| c.status == "True");
-
     // Rule 1.
     let phase = snap.phase.clone().unwrap_or_default();
     let mut reason = non_empty(&snap.reason).unwrap_or_else(|| phase.clone());
@@ -54,106 +51,27 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         reason = "SchedulingGated".to_string();
     }
 
-    let spec_init = pod
-        .containers
-        .iter()
-        .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar))
-        .count();
-    let sidecars = pod
-        .containers
-        .iter()
-        .filter(|c| c.kind == ContainerKind::Sidecar)
-        .count();
-    let apps = pod
-        .containers
-        .iter()
-        .filter(|c| c.kind == ContainerKind::Regular)
-        .count();
-    let total = apps + sidecars;
-    let mut ready = 0usize;
+    let count = |k: &[ContainerKind]| pod.containers.iter().filter(|c| k.contains(&c.kind)).count();
+    let spec_init = count(&[ContainerKind::Init, ContainerKind::Sidecar]);
+    let total = count(&[ContainerKind::Regular]) + count(&[ContainerKind::Sidecar]);
+
+    // Rule 2.
+    let init = init_containers(snap, spec_init);
+    let mut ready = init.ready;
     // RESTARTS: init containers' restarts while initializing, else the sidecars' and the app
     // containers'.
-    let mut restarts = 0u32;
-    let mut sidecar_restarts = 0u32;
-
-    // Rule 2. The snapshot lists init container statuses first, in status order.
-    let inits: Vec<&ContainerStatus> = snap
-        .containers
-        .iter()
-        .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar))
-        .collect();
-    let mut initializing = false;
-    for (i, c) in inits.iter().enumerate() {
-        restarts = restarts.saturating_add(c.restart_count);
-        if c.kind == ContainerKind::Sidecar {
-            sidecar_restarts = sidecar_restarts.saturating_add(c.restart_count);
-        }
-        match &c.state {
-            State::Terminated(t) if t.exit_code == 0 => continue,
-            _ if c.kind == ContainerKind::Sidecar && c.started == Some(true) => {
-                if c.ready {
-                    ready += 1;
-                }
-                continue;
-            }
-            State::Terminated(t) => {
-                reason = match non_empty(&t.reason) {
-                    Some(r) => format!("Init:{r}"),
-                    None => match t.signal.filter(|s| *s != 0) {
-                        Some(s) => format!("Init:Signal:{s}"),
-                        None => format!("Init:ExitCode:{}", t.exit_code),
-                    },
-                };
-            }
-            State::Waiting { reason: Some(r), .. } if !r.is_empty() && r != "PodInitializing" => {
-                reason = format!("Init:{r}");
-            }
-            _ => reason = format!("Init:{i}/{spec_init}"),
-        }
-        initializing = true;
-        break;
+    let mut restarts = init.restarts;
+    let initializing = init.status.is_some();
+    if let Some(s) = init.status {
+        reason = s;
     }
 
     // Rules 3 and 4.
-    if !initializing || is_true("Initialized") {
-        restarts = sidecar_restarts;
-        let mut has_running = false;
-        let mut error_reason: Option<String> = None;
-        let apps: Vec<&ContainerStatus> = snap
-            .containers
-            .iter()
-            .filter(|c| c.kind == ContainerKind::Regular)
-            .collect();
-        for c in apps.iter().rev() {
-            restarts = restarts.saturating_add(c.restart_count);
-            match &c.state {
-                State::Waiting { reason: Some(r), .. } if !r.is_empty() => reason = r.clone(),
-                State::Terminated(t) => {
-                    reason = match (non_empty(&t.reason), t.signal.filter(|s| *s != 0)) {
-                        (Some(r), _) => r,
-                        (None, Some(s)) => format!("Signal:{s}"),
-                        (None, None) => format!("ExitCode:{}", t.exit_code),
-                    };
-                    if t.exit_code != 0 {
-                        error_reason = Some(reason.clone());
-                    }
-                }
-                State::Running { .. } if c.ready => {
-                    has_running = true;
-                    ready += 1;
-                }
-                _ => {}
-            }
-        }
-        if reason == "Completed" {
-            if has_running && is_true("Ready") {
-                reason = "Running".to_string();
-            } else if let Some(e) = error_reason {
-                reason = e;
-            } else if has_running {
-                reason = "NotReady".to_string();
-            }
-        }
+    if !initializing || is_true(snap, "Initialized") {
+        let apps = app_containers(snap, reason, init.sidecar_restarts);
+        reason = apps.status;
+        ready += apps.ready;
+        restarts = apps.restarts;
     }
 
     // Rule 5.
@@ -169,6 +87,119 @@ pub fn pod_row(pod: &PodInfo, snap: &Snapshot) -> PodRow {
         ready: format!("{ready}/{total}"),
         status: reason,
         restarts,
+    }
+}
+
+/// A text field, `None` when absent or empty.
+fn non_empty(s: &Option<String>) -> Option<String> {
+    s.as_deref().filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// Whether the snapshot's condition `ty` is True.
+fn is_true(snap: &Snapshot, ty: &str) -> bool {
+    snap.condition(ty).is_some_and(|c| c.status == "True")
+}
+
+/// What a scan of containers contributes to the row.
+struct Scan<T> {
+    /// The STATUS the scan decided.
+    status: T,
+    /// Ready containers counted.
+    ready: usize,
+    /// RESTARTS so far.
+    restarts: u32,
+    /// The sidecars' restarts (counted with the app containers' once initialized).
+    sidecar_restarts: u32,
+}
+
+/// Rule 2: the init containers, in status order (the snapshot lists their statuses first). The
+/// STATUS is `Some` when one of them decides it (the pod is initializing).
+fn init_containers(snap: &Snapshot, spec_init: usize) -> Scan<Option<String>> {
+    let mut scan = Scan {
+        status: None,
+        ready: 0,
+        restarts: 0,
+        sidecar_restarts: 0,
+    };
+    let inits = snap
+        .containers
+        .iter()
+        .filter(|c| matches!(c.kind, ContainerKind::Init | ContainerKind::Sidecar));
+    for (i, c) in inits.enumerate() {
+        scan.restarts = scan.restarts.saturating_add(c.restart_count);
+        if c.kind == ContainerKind::Sidecar {
+            scan.sidecar_restarts = scan.sidecar_restarts.saturating_add(c.restart_count);
+        }
+        scan.status = Some(match &c.state {
+            State::Terminated(t) if t.exit_code == 0 => continue,
+            _ if c.kind == ContainerKind::Sidecar && c.started == Some(true) => {
+                if c.ready {
+                    scan.ready += 1;
+                }
+                continue;
+            }
+            State::Terminated(t) => match non_empty(&t.reason) {
+                Some(r) => format!("Init:{r}"),
+                None => match t.signal.filter(|s| *s != 0) {
+                    Some(s) => format!("Init:Signal:{s}"),
+                    None => format!("Init:ExitCode:{}", t.exit_code),
+                },
+            },
+            State::Waiting { reason: Some(r), .. } if !r.is_empty() && r != "PodInitializing" => format!("Init:{r}"),
+            _ => format!("Init:{i}/{spec_init}"),
+        });
+        break;
+    }
+    scan
+}
+
+/// Rules 3 and 4: the app containers from the last to the first, the first container winning,
+/// over the STATUS so far; RESTARTS counted on from the sidecars'.
+fn app_containers(snap: &Snapshot, mut reason: String, sidecar_restarts: u32) -> Scan<String> {
+    let mut restarts = sidecar_restarts;
+    let mut ready = 0;
+    let mut has_running = false;
+    let mut error_reason: Option<String> = None;
+    let apps: Vec<&ContainerStatus> = snap
+        .containers
+        .iter()
+        .filter(|c| c.kind == ContainerKind::Regular)
+        .collect();
+    for c in apps.iter().rev() {
+        restarts = restarts.saturating_add(c.restart_count);
+        match &c.state {
+            State::Waiting { reason: Some(r), .. } if !r.is_empty() => reason = r.clone(),
+            State::Terminated(t) => {
+                reason = match (non_empty(&t.reason), t.signal.filter(|s| *s != 0)) {
+                    (Some(r), _) => r,
+                    (None, Some(s)) => format!("Signal:{s}"),
+                    (None, None) => format!("ExitCode:{}", t.exit_code),
+                };
+                if t.exit_code != 0 {
+                    error_reason = Some(reason.clone());
+                }
+            }
+            State::Running { .. } if c.ready => {
+                has_running = true;
+                ready += 1;
+            }
+            _ => {}
+        }
+    }
+    if reason == "Completed" {
+        if has_running && is_true(snap, "Ready") {
+            reason = "Running".to_string();
+        } else if let Some(e) = error_reason {
+            reason = e;
+        } else if has_running {
+            reason = "NotReady".to_string();
+        }
+    }
+    Scan {
+        status: reason,
+        ready,
+        restarts,
+        sidecar_restarts,
     }
 }
 

@@ -109,27 +109,36 @@ pub fn find(name: &str) -> Option<&'static Allowance> {
     ALLOWANCES.iter().find(|a| a.name == name)
 }
 
+/// Why named allowances cannot be a bound's.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum AllowanceError {
+    #[error("unknown allowance `{name}` (known: {})", fixed_names())]
+    Unknown { name: String },
+    /// A formula (back-off jitter and the like), which only a back-off's bound can use.
+    #[error("`{0}` has no fixed size: a back-off's bound writes it in `doubling` (jitter, jitterCap, late)")]
+    NoFixedSize(String),
+    #[error("the named allowances add up to {}, more than the bound's {}: the bound cannot rest on them", crate::util::fmt_secs(*sum), crate::util::fmt_secs(*width))]
+    TooWide { sum: f64, width: f64 },
+}
+
+/// The allowances with a fixed size, comma-separated.
+fn fixed_names() -> String {
+    let known: Vec<&str> = ALLOWANCES.iter().filter(|a| a.secs.is_some()).map(|a| a.name).collect();
+    known.join(", ")
+}
+
 /// Why `names` cannot be a bound's allowances, if they cannot: an unknown name, a formula, or
 /// more allowance than the bound's `width` (its `max`, or its tolerance) has room for.
-pub fn check(names: &[String], width: Option<f64>) -> Result<f64, String> {
+pub fn check(names: &[String], width: Option<f64>) -> Result<f64, AllowanceError> {
     let mut sum = 0.0;
     for n in names {
-        let a = find(n).ok_or_else(|| {
-            let known: Vec<&str> = ALLOWANCES.iter().filter(|a| a.secs.is_some()).map(|a| a.name).collect();
-            format!("unknown allowance `{n}` (known: {})", known.join(", "))
-        })?;
-        sum += a.secs.ok_or_else(|| {
-            format!("`{n}` has no fixed size: a back-off's bound writes it in `doubling` (jitter, jitterCap, late)")
-        })?;
+        let a = find(n).ok_or_else(|| AllowanceError::Unknown { name: n.clone() })?;
+        sum += a.secs.ok_or_else(|| AllowanceError::NoFixedSize(n.clone()))?;
     }
     if let Some(w) = width
         && sum > w + 1e-9
     {
-        return Err(format!(
-            "the named allowances add up to {}, more than the bound's {}: the bound cannot rest on them",
-            crate::util::fmt_secs(sum),
-            crate::util::fmt_secs(w)
-        ));
+        return Err(AllowanceError::TooWide { sum, width: w });
     }
     Ok(sum)
 }
@@ -190,14 +199,16 @@ mod tests {
     fn a_bound_names_known_fixed_allowances_within_its_width() {
         assert_eq!(check(&names(&["reaction", "syncTick"]), Some(3.0)), Ok(3.0));
         assert_eq!(check(&[], Some(0.2)), Ok(0.0));
-        let e = check(&names(&["reaction", "start"]), Some(3.0)).unwrap_err();
+        let e = check(&names(&["reaction", "start"]), Some(3.0))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("add up to 4s, more than the bound's 3s"), "{e}");
-        let e = check(&names(&["reacton"]), None).unwrap_err();
+        let e = check(&names(&["reacton"]), None).unwrap_err().to_string();
         assert!(
             e.starts_with("unknown allowance `reacton` (known: start, relist"),
             "{e}"
         );
-        let e = check(&names(&["back-off re-queue"]), None).unwrap_err();
+        let e = check(&names(&["back-off re-queue"]), None).unwrap_err().to_string();
         assert!(e.contains("no fixed size"), "{e}");
         assert_eq!(describe(&names(&["reaction", "syncTick"])), "reaction 2s + syncTick 1s");
     }

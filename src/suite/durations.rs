@@ -14,6 +14,15 @@ pub struct DurationsError {
     pub why: &'static str,
 }
 
+/// Why `durations.tsv` beside the suites cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DurationsFileError {
+    #[error(transparent)]
+    Read(#[from] crate::files::FileError),
+    #[error(transparent)]
+    Parse(#[from] DurationsError),
+}
+
 /// `suite::case` → typical duration of one attempt on a conformant node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Durations(BTreeMap<String, Duration>);
@@ -51,15 +60,15 @@ impl Durations {
     /// `durations.tsv` in the first suites folder; none (every case scheduled by its timeout)
     /// when there is no such file. A file that cannot be read or parsed is an error naming its
     /// line: the file is part of the suites, and `validate` checks it too.
-    pub fn beside(suites: &[PathBuf]) -> Result<Self, String> {
+    pub fn beside(suites: &[PathBuf]) -> Result<Self, DurationsFileError> {
         let Some(dir) = suites.iter().find(|p| p.is_dir()) else {
             return Ok(Self::default());
         };
         let path = dir.join("durations.tsv");
         match crate::files::read_string_opt(&path, crate::files::LIST) {
-            Ok(Some(text)) => Self::parse(&path, &text).map_err(|e| e.to_string()),
+            Ok(Some(text)) => Ok(Self::parse(&path, &text)?),
             Ok(None) => Ok(Self::default()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 

@@ -18,13 +18,13 @@ use super::types::InstanceSel;
 
 pub use diag::{Diag, parse_yaml};
 pub use discover::discover;
-use manifest::load_manifest;
 pub use manifest::project_root;
+use manifest::{ManifestError, load_manifest};
 use refs::Refs;
 pub use refs::builtin_mark;
 pub use templates::BUILTIN_IMAGES;
 use templates::{collect_images, substitute, unknown_template};
-use validate::{check_ephemeral, check_object, check_patch, check_pod};
+use validate::{ObjectError, check_ephemeral, check_object, check_patch, check_pod};
 
 /// The longest `gracePeriodSeconds` a delete step may ask for: a grace period longer than the
 /// longest case timeout (`MAX_DURATION`, 24 h) could never be seen to end within the case. The

@@ -9,15 +9,50 @@ pub struct Quantity(pub i128);
 
 const NANO: i128 = 1_000_000_000;
 
+/// A text that is no Kubernetes quantity, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid quantity {text:?}: {why} (use e.g. 250m, 1.5, 64Mi, 1G)")]
+pub struct QuantityError {
+    pub text: String,
+    pub why: QuantityProblem,
+}
+
+/// What is wrong with a quantity's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityProblem {
+    #[error("empty or padded")]
+    EmptyOrPadded,
+    #[error("no number")]
+    NoNumber,
+    #[error("bad exponent")]
+    BadExponent,
+    #[error("exponent out of range")]
+    ExponentOutOfRange,
+    #[error("unknown suffix")]
+    UnknownSuffix,
+    #[error("too many digits")]
+    TooManyDigits,
+    #[error("not a number")]
+    NotANumber,
+    #[error("too large")]
+    TooLarge,
+    #[error("too small")]
+    TooSmall,
+}
+
 impl Quantity {
     /// Parses the Kubernetes quantity grammar: a signed decimal number, then a binary suffix
     /// (`Ki`…`Ei`), a decimal one (`n`, `u`, `m`, ``, `k`, `M`, `G`, `T`, `P`, `E`) or a decimal
     /// exponent (`e3`, `E-2`). Precision below a nano-unit is rounded up, as the API does.
-    pub fn parse(s: &str) -> Result<Quantity, String> {
-        let bad = |why: &str| format!("invalid quantity {s:?}: {why} (use e.g. 250m, 1.5, 64Mi, 1G)");
+    pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
+        use QuantityProblem::*;
+        let bad = |why: QuantityProblem| QuantityError {
+            text: s.to_string(),
+            why,
+        };
         let t = s.trim();
         if t.is_empty() || t != s {
-            return Err(bad("empty or padded"));
+            return Err(bad(EmptyOrPadded));
         }
         let (neg, rest) = match t.as_bytes()[0] {
             b'-' => (true, &t[1..]),
@@ -29,7 +64,7 @@ impl Quantity {
             .unwrap_or(rest.len());
         let (num, suffix) = rest.split_at(num_end);
         if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(bad("no number"));
+            return Err(bad(NoNumber));
         }
         let (int, frac) = num.split_once('.').unwrap_or((num, ""));
         // (multiplier numerator, 10-exponent) of the suffix
@@ -51,35 +86,35 @@ impl Quantity {
             "P" => (1, 15),
             "E" => (1, 18),
             e if e.starts_with(['e', 'E']) => {
-                let x: i32 = e[1..].parse().map_err(|_| bad("bad exponent"))?;
+                let x: i32 = e[1..].parse().map_err(|_| bad(BadExponent))?;
                 if !(-30..=30).contains(&x) {
-                    return Err(bad("exponent out of range"));
+                    return Err(bad(ExponentOutOfRange));
                 }
                 (1, x)
             }
-            _ => return Err(bad("unknown suffix")),
+            _ => return Err(bad(UnknownSuffix)),
         };
         if int.len() + frac.len() > 30 {
-            return Err(bad("too many digits"));
+            return Err(bad(TooManyDigits));
         }
         // digits as an integer, scaled by 10^-(frac.len())
-        let digits: i128 = format!("{int}{frac}").parse().map_err(|_| bad("not a number"))?;
+        let digits: i128 = format!("{int}{frac}").parse().map_err(|_| bad(NotANumber))?;
         // value in nano-units = digits * mul * 10^(exp10 + 9 - frac.len())
         let scale = exp10 + 9 - frac.len() as i32;
-        let base = digits.checked_mul(mul).ok_or_else(|| bad("too large"))?;
+        let base = digits.checked_mul(mul).ok_or_else(|| bad(TooLarge))?;
         let nanos = if scale >= 0 {
             10i128
                 .checked_pow(scale as u32)
                 .and_then(|p| base.checked_mul(p))
-                .ok_or_else(|| bad("too large"))?
+                .ok_or_else(|| bad(TooLarge))?
         } else {
-            let p = 10i128.checked_pow((-scale) as u32).ok_or_else(|| bad("too small"))?;
+            let p = 10i128.checked_pow((-scale) as u32).ok_or_else(|| bad(TooSmall))?;
             // rounded up: a quantity never loses its last bit of precision downwards
             (base + p - 1) / p
         };
         // Beyond 2^63 units no quantity fits the API's int64.
         if nanos / NANO > i64::MAX as i128 {
-            return Err(bad("too large"));
+            return Err(bad(TooLarge));
         }
         Ok(Quantity(if neg { -nanos } else { nanos }))
     }

@@ -121,26 +121,60 @@ pub const TEMPLATE_VARS: &[&str] = &[
     "host.ip",
 ];
 
+/// Why a text's template variables cannot be checked or filled in.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `${` without its `}`, found when checking a suite's text.
+    #[error("unterminated template variable in \"{text}\"")]
+    Unterminated { text: String },
+    /// A `${` without its `}`, found when filling in (the text was checked at load time).
+    #[error("unterminated template variable")]
+    UnterminatedWhenFilling,
+    #[error("unknown template variable `${{{name}}}` (known: {})", known_template_vars())]
+    Unknown { name: String },
+    /// The observed pod has no value for the variable (yet).
+    #[error("template variable `${{{name}}}` has no observed value")]
+    NoValue { name: String },
+}
+
+/// `${pod.name}, ${pod.namespace}, ...`, for the error naming an unknown variable.
+fn known_template_vars() -> String {
+    TEMPLATE_VARS
+        .iter()
+        .map(|v| format!("${{{v}}}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Why a pattern is no regex, or cannot be compiled against the observed pod.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PatternError {
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The pattern (variables replaced by a literal) is no regex, in the regex crate's words.
+    #[error("invalid regex \"{pattern}\": {reason}")]
+    Invalid { pattern: String, reason: String },
+    /// The pattern with its variables filled in does not compile (the regex crate's message on
+    /// one line).
+    #[error("{0}")]
+    Filled(String),
+}
+
 /// Checks the template variables of `source` and returns it with each replaced by `x`.
-fn check_templates(source: &str) -> Result<String, String> {
+fn check_templates(source: &str) -> Result<String, TemplateError> {
     let mut probe = String::new();
     let mut rest = source;
     while let Some(start) = rest.find("${") {
         probe.push_str(&rest[..start]);
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
-            return Err(format!("unterminated template variable in \"{source}\""));
+            return Err(TemplateError::Unterminated {
+                text: source.to_string(),
+            });
         };
         let name = &after[..end];
         if !TEMPLATE_VARS.contains(&name) {
-            return Err(format!(
-                "unknown template variable `${{{name}}}` (known: {})",
-                TEMPLATE_VARS
-                    .iter()
-                    .map(|v| format!("${{{v}}}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            return Err(TemplateError::Unknown { name: name.to_string() });
         }
         probe.push('x');
         rest = &after[end + 1..];
@@ -154,15 +188,15 @@ fn expand_templates(
     source: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
     escape: fn(&str) -> String,
-) -> Result<String, String> {
+) -> Result<String, TemplateError> {
     let mut out = String::new();
     let mut rest = source;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let end = after.find('}').ok_or("unterminated template variable")?;
+        let end = after.find('}').ok_or(TemplateError::UnterminatedWhenFilling)?;
         let name = &after[..end];
-        let value = lookup(name).ok_or_else(|| format!("template variable `${{{name}}}` has no observed value"))?;
+        let value = lookup(name).ok_or_else(|| TemplateError::NoValue { name: name.to_string() })?;
         out.push_str(&escape(&value));
         rest = &after[end + 1..];
     }
@@ -178,7 +212,7 @@ pub struct Exact {
 }
 
 impl Exact {
-    pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, TemplateError> {
         expand_templates(&self.source, lookup, str::to_string)
     }
 }
@@ -217,17 +251,20 @@ impl fmt::Display for Exact {
 
 impl Pattern {
     /// Checks the template variables and the regex syntax (variables replaced by a literal).
-    pub fn check(source: &str) -> Result<(), String> {
+    pub fn check(source: &str) -> Result<(), PatternError> {
         let probe = check_templates(source)?;
         regex::Regex::new(&probe)
             .map(|_| ())
-            .map_err(|e| format!("invalid regex \"{source}\": {}", regex_reason(&e)))
+            .map_err(|e| PatternError::Invalid {
+                pattern: source.to_string(),
+                reason: regex_reason(&e),
+            })
     }
 
     /// Substitutes template variables (values regex-escaped) and compiles.
-    pub fn compile(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<regex::Regex, String> {
+    pub fn compile(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<regex::Regex, PatternError> {
         let out = expand_templates(&self.source, lookup, regex::escape)?;
-        regex::Regex::new(&out).map_err(|e| one_line(&e.to_string()))
+        regex::Regex::new(&out).map_err(|e| PatternError::Filled(one_line(&e.to_string())))
     }
 }
 
@@ -564,5 +601,28 @@ impl JsonSchema for Occurrence {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["first", "last"]}]})
+    }
+}
+
+#[cfg(test)]
+mod template_tests {
+    use super::*;
+
+    #[test]
+    fn template_errors_name_the_variable() {
+        let e = Pattern::check("a${pod.nope}").unwrap_err();
+        assert!(matches!(e, PatternError::Template(TemplateError::Unknown { .. })));
+        assert!(
+            e.to_string()
+                .starts_with("unknown template variable `${pod.nope}` (known: ${pod.name}, "),
+            "{e}"
+        );
+        let e = Pattern::check("a${pod.name").unwrap_err();
+        assert_eq!(e.to_string(), "unterminated template variable in \"a${pod.name\"");
+        let p = Pattern {
+            source: "${pod.ip}".into(),
+        };
+        let e = p.compile(&|_| None).unwrap_err();
+        assert_eq!(e.to_string(), "template variable `${pod.ip}` has no observed value");
     }
 }

@@ -15,11 +15,41 @@ pub struct UpstreamRow {
     pub note: Option<String>,
 }
 
+/// Why the upstream conformance list cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamListError {
+    #[error(transparent)]
+    Read(#[from] crate::files::FileError),
+    /// A malformed line (1-based).
+    #[error("{}:{line}: {why}", path.display())]
+    Line {
+        path: PathBuf,
+        line: usize,
+        why: UpstreamLineProblem,
+    },
+}
+
+/// What is wrong with a line of the upstream conformance list.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamLineProblem {
+    #[error("expected `testname<TAB>pod|n/a<TAB>reason`")]
+    Columns,
+    #[error("`n/a` needs a reason")]
+    NoReason,
+    #[error("scope `{0}`: use `pod` or `n/a`")]
+    Scope(String),
+}
+
 /// Reads `testname<TAB>pod|n/a<TAB>reason` lines (`#` comments and blank lines skipped).
-pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, String> {
-    let text = crate::files::read_string(path, crate::files::LIST).map_err(|e| e.to_string())?;
+pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, UpstreamListError> {
+    let text = crate::files::read_string(path, crate::files::LIST)?;
     let mut out = vec![];
     for (i, line) in text.lines().enumerate() {
+        let bad = |why| UpstreamListError::Line {
+            path: path.to_path_buf(),
+            line: i + 1,
+            why,
+        };
         if line.trim().is_empty() || line.starts_with('#') {
             continue;
         }
@@ -27,25 +57,13 @@ pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, St
         let (name, scope, reason) = match cols.as_slice() {
             [n, s] => (*n, *s, ""),
             [n, s, r, ..] => (*n, *s, *r),
-            _ => {
-                return Err(format!(
-                    "{}:{}: expected `testname<TAB>pod|n/a<TAB>reason`",
-                    path.display(),
-                    i + 1
-                ));
-            }
+            _ => return Err(bad(UpstreamLineProblem::Columns)),
         };
         let not_applicable = match scope.trim() {
             "pod" => None,
             "n/a" if !reason.trim().is_empty() => Some(reason.trim().to_string()),
-            "n/a" => return Err(format!("{}:{}: `n/a` needs a reason", path.display(), i + 1)),
-            other => {
-                return Err(format!(
-                    "{}:{}: scope `{other}`: use `pod` or `n/a`",
-                    path.display(),
-                    i + 1
-                ));
-            }
+            "n/a" => return Err(bad(UpstreamLineProblem::NoReason)),
+            other => return Err(bad(UpstreamLineProblem::Scope(other.to_string()))),
         };
         let note = (not_applicable.is_none() && !reason.trim().is_empty()).then(|| reason.trim().to_string());
         out.push(UpstreamRow {
@@ -60,7 +78,7 @@ pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, St
 /// The mapping table: upstream testname → podlife case(s) → covered / not applicable / not covered,
 /// ending with the one figure podlife states everywhere: covered of listed (`pod` rows a case claims
 /// / all `pod` rows). "Covered" is what the suites claim; only a run that passes the cases certifies it.
-pub fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String, String> {
+pub fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String, UpstreamListError> {
     let rows = read_upstream_list(list)?;
     let mut by_name: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for c in suites.iter().flat_map(|s| &s.cases) {

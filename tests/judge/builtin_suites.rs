@@ -383,12 +383,15 @@ fn upstream_list_errors_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("l.tsv");
     std::fs::write(&p, "# comment\nA test\tpod\nB test\tn/a\n").unwrap();
-    let err = podlife::suite::upstream::read_upstream_list(&p).unwrap_err();
+    let err = podlife::suite::upstream::read_upstream_list(&p)
+        .unwrap_err()
+        .to_string();
     assert!(err.ends_with("l.tsv:3: `n/a` needs a reason"), "{err}");
     std::fs::write(&p, "A test\tmaybe\treason\n").unwrap();
     assert!(
         podlife::suite::upstream::read_upstream_list(&p)
             .unwrap_err()
+            .to_string()
             .contains(":1: scope `maybe`")
     );
 }

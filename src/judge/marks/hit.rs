@@ -33,9 +33,8 @@ pub enum Stream {
 
 /// How late a watch may deliver a write (the true instant of a receive-time mark lies up to this
 /// much before it, when compared with another stream): the API server's watch cache and two
-/// independent HTTP streams. Seen: the Scheduled event received 2.5–35 ms after a status it
-/// preceded (live runs), a Started event received 0.75 s late with 32 cases on 2
-/// cores. A cause of uncertainty, named in the evidence, never a tolerance of the node.
+/// independent HTTP streams: a Scheduled event is received 2.5–35 ms after a status it
+/// preceded, and a Started event up to 0.75 s late with 32 cases on 2 cores. A cause of uncertainty, named in the evidence, never a tolerance of the node.
 pub const WATCH_DELIVERY: SignedDuration = SignedDuration::from_secs(1);
 
 /// A resolved mark.

@@ -2,6 +2,7 @@
 //! the log lines and event items a `log` or `event` mark matches, as hits.
 
 use super::*;
+use crate::suite::types::PatternError;
 
 /// A compiled text matcher: a regex, or exact equality (templates already substituted).
 pub enum Matcher {
@@ -26,11 +27,11 @@ impl Matcher {
 }
 
 /// Compiles a `regex`/`equals` pair against the observed pod's template values.
-pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, String> {
+pub fn matcher(t: TextMatch, tl: &Timeline) -> Result<Matcher, Unresolved> {
     match t {
-        TextMatch::Regex(p) => compile(p, tl).map(Matcher::Regex),
-        TextMatch::Equals(e) => e.expand(&|n| template_value(tl, n)).map(Matcher::Equals),
-        TextMatch::Missing => Err("neither `regex` nor `equals` given".into()),
+        TextMatch::Regex(p) => Ok(Matcher::Regex(compile(p, tl)?)),
+        TextMatch::Equals(e) => Ok(Matcher::Equals(e.expand(&|n| template_value(tl, n))?)),
+        TextMatch::Missing => Err(Unresolved::NoText),
     }
 }
 
@@ -50,12 +51,12 @@ pub fn template_value(tl: &Timeline, name: &str) -> Option<String> {
     (!v.is_empty()).then_some(v)
 }
 
-pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, String> {
+pub fn compile(p: &Pattern, tl: &Timeline) -> Result<regex::Regex, PatternError> {
     p.compile(&|n| template_value(tl, n))
 }
 
 /// The lines a `log` mark matches, in time order, and the matcher's label.
-pub(super) fn log_matches<'a>(l: &LogMark, tl: &'a Timeline) -> Result<(Vec<&'a LogLine>, String), String> {
+pub(super) fn log_matches<'a>(l: &LogMark, tl: &'a Timeline) -> Result<(Vec<&'a LogLine>, String), Unresolved> {
     let re = matcher(l.text(), tl)?;
     let inst = log_instances(tl, &l.container, l.instance);
     let mut lines: Vec<&LogLine> = tl
@@ -89,7 +90,7 @@ pub(super) fn log_hit(line: &LogLine) -> Hit {
 }
 
 /// The timeline's event items an event mark matches, in receive order.
-pub(super) fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccurrence>, String> {
+pub(super) fn event_items<'a>(e: &EventMark, tl: &'a Timeline) -> Result<Vec<&'a EventOccurrence>, Unresolved> {
     let re = e.message.as_ref().map(|m| compile(m, tl)).transpose()?;
     Ok(tl
         .events

@@ -166,8 +166,8 @@ impl Observer {
 
     /// Instance `from`'s stream delivered a later instance's (`h`) lines: unless it also
     /// delivered lines of its own, its log was never read (its fetch came when another
-    /// container was current), a gap in the evidence (live runs:
-    /// emptydir-survives-restart's first run), and it is fetched once more with `previous`.
+    /// container was current, e.g. after a restart before the first fetch), a gap in the
+    /// evidence, and it is fetched once more with `previous`.
     fn never_read(&mut self, container: &str, from: u32, h: u32) {
         let source = EvidenceSource::Logs {
             container: Some(container.to_string()),
@@ -183,18 +183,20 @@ impl Observer {
             self.tl.notes.push(format!(
                 "`{container}`#{from}: its log fetch returned #{h}'s lines only, so its own were never read (a log gap)"
             ));
+            let own = OwnLogGap::NeverRead { by: h };
             self.tl.gaps.push(Gap {
                 source,
                 from: None,
                 to: None,
                 back: None,
                 clock: GapClock::Node,
-                reason: format!("the log fetch for #{from} returned #{h}'s lines only: #{from}'s {NEVER_READ}"),
+                reason: own.reason(from),
             });
+            self.own_log_gaps.insert((container.to_string(), from), own);
             // The kubelet serves two logs of a container: the current one and, with `previous`,
             // the one before it. With a later instance current now, `previous` is #from's while
-            // #from is the one before it (live: an immediate restart printed before the pod
-            // watch showed the exit); if it is not, the fetch reads another's lines,
+            // #from is the one before it (as after an immediate restart that printed before the
+            // pod watch showed the exit); if it is not, the fetch reads another's lines,
             // which go to their own instance, and the gap stays.
             if self.refetched.insert((container.to_string(), from)) {
                 let container_id = self
@@ -236,10 +238,14 @@ impl Observer {
             container: Some(container.to_string()),
             instance: Some(instance),
         };
+        let Some(own @ OwnLogGap::NeverRead { .. }) = self.own_log_gaps.get(&(container.to_string(), instance)) else {
+            return;
+        };
+        let reason = own.reason(instance);
         let before = self.tl.gaps.len();
         self.tl
             .gaps
-            .retain(|g| !(g.source == source && g.to.is_none() && g.reason.contains(NEVER_READ)));
+            .retain(|g| !(g.source == source && g.to.is_none() && g.reason == reason));
         if self.tl.gaps.len() < before {
             self.tl.notes.push(format!(
                 "`{container}`#{instance}: read again with `previous`, its own lines were read after all"
@@ -275,19 +281,20 @@ impl Observer {
             container: Some(container.to_string()),
             instance: Some(instance),
         };
-        match self
-            .tl
-            .gaps
-            .iter_mut()
-            .find(|g| g.source == source && g.reason.starts_with("lines dropped"))
-        {
+        let slot = (container.to_string(), instance);
+        let reason = OwnLogGap::Capped.reason(instance);
+        let capped = match self.own_log_gaps.get(&slot) {
+            Some(OwnLogGap::Capped) => self
+                .tl
+                .gaps
+                .iter_mut()
+                .find(|g| g.source == source && g.reason == reason),
+            _ => None,
+        };
+        match capped {
             Some(g) => {
                 g.from = g.from.map(|f| f.min(dropped_time));
                 g.to = g.to.map(|t| t.max(dropped_time));
-                g.reason = format!(
-                    "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",
-                    MAX_LOG_BYTES_PER_INSTANCE >> 20
-                );
             }
             None => {
                 self.tl.notes.push(format!(
@@ -300,11 +307,9 @@ impl Observer {
                     to: Some(dropped_time),
                     back: None,
                     clock: GapClock::Node,
-                    reason: format!(
-                        "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",
-                        MAX_LOG_BYTES_PER_INSTANCE >> 20
-                    ),
+                    reason,
                 });
+                self.own_log_gaps.insert(slot, OwnLogGap::Capped);
             }
         }
         insert
@@ -353,8 +358,29 @@ impl Observer {
     }
 }
 
-/// What a log gap says when an instance's fetch read only a later instance's lines.
-const NEVER_READ: &str = "own lines were never read";
+/// A gap the observer itself opens in an instance's log, by cause; its reason is derived from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum OwnLogGap {
+    /// The instance logged beyond the cap: lines between the first kept and the newest dropped.
+    Capped,
+    /// The instance's fetch read only instance `by`'s lines: its own were never read.
+    NeverRead { by: u32 },
+}
+
+impl OwnLogGap {
+    /// The gap's reason, for the gap of instance `of`.
+    fn reason(self, of: u32) -> String {
+        match self {
+            OwnLogGap::Capped => format!(
+                "lines dropped over the cap of {MAX_LOG_LINES_PER_INSTANCE} lines / {} MiB per instance",
+                MAX_LOG_BYTES_PER_INSTANCE >> 20
+            ),
+            OwnLogGap::NeverRead { by } => {
+                format!("the log fetch for #{of} returned #{by}'s lines only: #{of}'s own lines were never read")
+            }
+        }
+    }
+}
 
 /// Longest log line kept (bytes of text after the timestamp); longer lines are cut at a
 /// character boundary and end with `TRUNCATED_MARKER`. The live reader and the recording reader

@@ -217,7 +217,10 @@ pub(super) async fn observe_case(
                             // A kubelet restart so far is part of why the mark may not have come.
                             kubelet_restart_gaps(&mut loop_.obs, env);
                             let tl = loop_.obs.timeline();
-                            let why = judge::mark_occurred(&case.spec, &w.until, tl).err().unwrap_or_default();
+                            let why = judge::mark_occurred(&case.spec, &w.until, tl)
+                                .err()
+                                .map(|e| e.to_string())
+                                .unwrap_or_default();
                             let evidence = format!("steps[{i}] waitFor {what}: {limit}: {why}");
                             wait_failed(case, &w.until, tl, evidence)
                         })

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{
-    AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, Refs, check_ephemeral, check_object,
-    check_patch, check_pod, load_manifest, parse_version,
+    AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, ManifestError, Refs, check_ephemeral,
+    check_object, check_patch, check_pod, load_manifest, parse_version,
 };
 use crate::suite::model::*;
 
@@ -94,7 +94,7 @@ fn pod_of(ctx: &mut Ctx, c: &CaseInput) -> Option<(serde_json::Value, Option<Pat
         (Some(m), None) => match load_manifest(base, m) {
             Ok((v, path)) => (v, Some(path)),
             Err(msg) => {
-                ctx.err(m, format!("{p}.manifest"), msg);
+                ctx.err(m, format!("{p}.manifest"), msg.to_string());
                 return None;
             }
         },
@@ -168,7 +168,7 @@ fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -
                 }
             }
             // A replay never applies it: the recording says what was created.
-            Err(msg) => ctx.live_only(o, path, msg),
+            Err(msg) => ctx.live_only(o, path, msg.to_string()),
         }
     }
     objects
@@ -184,7 +184,11 @@ fn ephemeral_containers(ctx: &mut Ctx, c: &CaseInput, containers: &mut Vec<Conta
                     name,
                     kind: ContainerKind::Ephemeral,
                 }),
-                Err(m) => ctx.err(&e.container, format!("{p}.steps[{i}].ephemeral.container"), m),
+                Err(m) => ctx.err(
+                    &e.container,
+                    format!("{p}.steps[{i}].ephemeral.container"),
+                    m.to_string(),
+                ),
             }
         }
     }
@@ -219,7 +223,7 @@ fn object_steps(ctx: &mut Ctx, c: &CaseInput, objects: &[AuxObject]) -> BTreeMap
             }
             Ok(o) => o,
             Err(e) => {
-                ctx.live_only(m, field, e);
+                ctx.live_only(m, field, e.to_string());
                 continue;
             }
         };
@@ -324,24 +328,7 @@ fn update_steps(
         }
         let Step::Update(u) = &s.value else { continue };
         let sp = format!("{p}.steps[{i}].update");
-        let n = u.name.value.as_str();
-        let ok = !n.is_empty()
-            && n.len() <= 63
-            && n.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !ok {
-            ctx.err(
-                &u.name,
-                format!("{sp}.name"),
-                format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
-            );
-        } else if !names.insert(n.to_string()) {
-            ctx.err(
-                &u.name,
-                format!("{sp}.name"),
-                format!("`{n}` names another update step too: each update step its own name"),
-            );
-        }
+        update_name(ctx, u, &sp, &mut names);
         if let Some(t) = &u.times
             && !(1..=MAX_UPDATE_TIMES).contains(&t.value)
         {
@@ -357,61 +344,9 @@ fn update_steps(
             }
         }
         if let Some(d) = &u.active_deadline_seconds {
-            let path = format!("{sp}.activeDeadlineSeconds");
-            match d.value {
-                DeadlineChange::Set(v) if v < 1 => ctx.err(d, path, format!("must be 1 or more, got {v}")),
-                DeadlineChange::Set(v) => {
-                    if let Some(cur) = deadline
-                        && v > cur
-                    {
-                        ctx.err(
-                            d,
-                            path,
-                            format!("the API only lets a running pod lower activeDeadlineSeconds; it is {cur} by then, the update raises it to {v}"),
-                        );
-                    }
-                    deadline = Some(v);
-                }
-                DeadlineChange::Decrement => match deadline {
-                    None => ctx.err(
-                        d,
-                        path,
-                        "decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
-                    ),
-                    Some(cur) if cur <= i64::from(u.times()) => ctx.err(
-                        d,
-                        path,
-                        format!(
-                            "{} decrements of {cur} would reach 0: activeDeadlineSeconds must stay 1 or more",
-                            u.times()
-                        ),
-                    ),
-                    Some(cur) => deadline = Some(cur - i64::from(u.times())),
-                },
-            }
+            update_deadline(ctx, u, d, &format!("{sp}.activeDeadlineSeconds"), &mut deadline);
         }
-        for (name, image) in &u.container_images {
-            let path = format!("{sp}.containerImages.{name}");
-            match containers.iter().find(|c| &c.name == name) {
-                None => {
-                    let known = containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-                    ctx.err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
-                }
-                Some(c) if c.kind == ContainerKind::Ephemeral => ctx.err(
-                    image,
-                    path,
-                    format!("`{name}` is an ephemeral container: the API lets an update change only its containers' and init containers' images"),
-                ),
-                Some(_) if image.value.trim().is_empty() => ctx.err(image, path, "the image is empty"),
-                Some(_) => {
-                    if let Some(e) =
-                        super::templates::unknown_template(&serde_json::Value::String(image.value.clone()), c.images)
-                    {
-                        ctx.err(image, path, e);
-                    }
-                }
-            }
-        }
+        update_images(ctx, u, &sp, containers, c.images);
         if let Some(g) = &u.generation
             && g.value < 0
         {
@@ -423,6 +358,100 @@ fn update_steps(
         }
     }
     names
+}
+
+/// An update step's name: a DNS label, and no other update step's.
+fn update_name(ctx: &mut Ctx, u: &UpdateStep, sp: &str, names: &mut BTreeSet<String>) {
+    let n = u.name.value.as_str();
+    let ok = !n.is_empty()
+        && n.len() <= 63
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !ok {
+        ctx.err(
+            &u.name,
+            format!("{sp}.name"),
+            format!("invalid name \"{n}\": use 1-63 characters of a-z, 0-9 and `-`"),
+        );
+    } else if !names.insert(n.to_string()) {
+        ctx.err(
+            &u.name,
+            format!("{sp}.name"),
+            format!("`{n}` names another update step too: each update step its own name"),
+        );
+    }
+}
+
+/// An update step's `activeDeadlineSeconds` (`d`, at `path`) against the pod's deadline as the
+/// steps before leave it (`deadline`, moved on to what this step leaves): the API only lets a
+/// running pod lower it, and never to 0.
+fn update_deadline(ctx: &mut Ctx, u: &UpdateStep, d: &Loc<DeadlineChange>, path: &str, deadline: &mut Option<i64>) {
+    let path = path.to_string();
+    match d.value {
+        DeadlineChange::Set(v) if v < 1 => ctx.err(d, path, format!("must be 1 or more, got {v}")),
+        DeadlineChange::Set(v) => {
+            if let Some(cur) = *deadline
+                && v > cur
+            {
+                ctx.err(
+                    d,
+                    path,
+                    format!("the API only lets a running pod lower activeDeadlineSeconds; it is {cur} by then, the update raises it to {v}"),
+                );
+            }
+            *deadline = Some(v);
+        }
+        DeadlineChange::Decrement => match *deadline {
+            None => ctx.err(
+                d,
+                path,
+                "decrement needs a deadline: the manifest (or an earlier step) must set activeDeadlineSeconds",
+            ),
+            Some(cur) if cur <= i64::from(u.times()) => ctx.err(
+                d,
+                path,
+                format!(
+                    "{} decrements of {cur} would reach 0: activeDeadlineSeconds must stay 1 or more",
+                    u.times()
+                ),
+            ),
+            Some(cur) => *deadline = Some(cur - i64::from(u.times())),
+        },
+    }
+}
+
+/// An update step's `containerImages`: each names a container or init container of the pod
+/// (an update cannot change an ephemeral container's), with a non-empty image whose templates
+/// are known.
+fn update_images(
+    ctx: &mut Ctx,
+    u: &UpdateStep,
+    sp: &str,
+    containers: &[ContainerInfo],
+    images: &BTreeMap<String, String>,
+) {
+    for (name, image) in &u.container_images {
+        let path = format!("{sp}.containerImages.{name}");
+        match containers.iter().find(|c| &c.name == name) {
+            None => {
+                let known = containers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+                ctx.err(image, path, format!("unknown container `{name}` (the pod has: {known})"));
+            }
+            Some(c) if c.kind == ContainerKind::Ephemeral => ctx.err(
+                image,
+                path,
+                format!("`{name}` is an ephemeral container: the API lets an update change only its containers' and init containers' images"),
+            ),
+            Some(_) if image.value.trim().is_empty() => ctx.err(image, path, "the image is empty"),
+            Some(_) => {
+                if let Some(e) =
+                    super::templates::unknown_template(&serde_json::Value::String(image.value.clone()), images)
+                {
+                    ctx.err(image, path, e);
+                }
+            }
+        }
+    }
 }
 
 /// Why the API would refuse this toleration (validateTolerations), if it would.
@@ -556,7 +585,7 @@ fn expectations(refs: &mut Refs, c: &CaseInput) {
 }
 
 /// An object manifest (`objects:`, an `object` step) loaded and checked.
-fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, String> {
+fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, ManifestError> {
     load_manifest(base, m).and_then(|(v, file)| {
         check_object(&v)
             .map(|(kind, name)| AuxObject {
@@ -565,6 +594,6 @@ fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, String> {
                 value: v,
                 path: file.clone(),
             })
-            .map_err(|e| format!("{}: {e}", file.display()))
+            .map_err(|problem| ManifestError::Object { path: file, problem })
     })
 }

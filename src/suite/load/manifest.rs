@@ -13,12 +13,35 @@ pub fn project_root(base: &Path) -> &Path {
         .unwrap_or(base)
 }
 
+/// Why a `manifest:` path cannot be loaded. `name` is the path as the suite wrote it.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("manifest `{name}` not found")]
+    AbsentAbsolute { name: String },
+    /// Found only by a `..` that climbs above the project root.
+    #[error("manifest `{name}` resolves to {}, outside the project root {}: refused", path.display(), root.display())]
+    OutsideRoot { name: String, path: PathBuf, root: PathBuf },
+    /// `searched` says where: the suite's folder, or from it up to the project root.
+    #[error("manifest `{name}` not found ({searched})")]
+    NotFound { name: String, searched: String },
+    #[error("manifest `{}`: {problem}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        problem: crate::files::Problem,
+    },
+    #[error("invalid manifest: {0}")]
+    Invalid(Diag),
+    /// The manifest is no object the case may create beside its pod.
+    #[error("{}: {problem}", path.display())]
+    Object { path: PathBuf, problem: ObjectError },
+}
+
 /// Resolves a relative manifest path against the suite's directory, then each parent up to the
 /// project root (`project_root`), never above it: a file in a directory above the project (a
 /// shared temporary directory) is never picked up, and `..` cannot lead out of it. Symlinks are
 /// followed: one inside the project was put there by its owner (e.g. a shared `manifests/`).
 /// An absolute path is read as written (the suite's author named that exact file).
-pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, PathBuf), String> {
+pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, PathBuf), ManifestError> {
     let base = if base.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -28,7 +51,7 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
     let root = project_root(base);
     let path = if rel.is_absolute() {
         if !rel.exists() {
-            return Err(format!("manifest `{}` not found", m.value));
+            return Err(ManifestError::AbsentAbsolute { name: m.value.clone() });
         }
         rel.to_path_buf()
     } else {
@@ -60,12 +83,11 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
         if let Some((i, path)) = &found
             && climbs_out(*i)
         {
-            return Err(format!(
-                "manifest `{}` resolves to {}, outside the project root {}: refused",
-                m.value,
-                path.display(),
-                root.display()
-            ));
+            return Err(ManifestError::OutsideRoot {
+                name: m.value.clone(),
+                path: path.clone(),
+                root: root.to_path_buf(),
+            });
         }
         let Some((_, path)) = found else {
             let searched = if dirs.len() == 1 {
@@ -77,14 +99,18 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
                     root.display()
                 )
             };
-            return Err(format!("manifest `{}` not found ({searched})", m.value));
+            return Err(ManifestError::NotFound {
+                name: m.value.clone(),
+                searched,
+            });
         };
         path
     };
-    let text = crate::files::read_string(&path, crate::files::MANIFEST)
-        .map_err(|e| format!("manifest `{}`: {}", path.display(), e.problem))?;
-    let value: serde_json::Value =
-        parse_yaml(&text, &path.display().to_string()).map_err(|d| format!("invalid manifest: {d}"))?;
+    let text = crate::files::read_string(&path, crate::files::MANIFEST).map_err(|e| ManifestError::Unreadable {
+        path: path.clone(),
+        problem: e.problem,
+    })?;
+    let value: serde_json::Value = parse_yaml(&text, &path.display().to_string()).map_err(ManifestError::Invalid)?;
     Ok((value, path))
 }
 

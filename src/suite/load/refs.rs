@@ -70,7 +70,7 @@ impl Refs<'_, '_> {
                     Ok(q) => {
                         parsed.insert((side, k.as_str()), q);
                     }
-                    Err(e) => self.ctx.err(at, p, e),
+                    Err(e) => self.ctx.err(at, p, e.to_string()),
                 }
             }
         }
@@ -405,7 +405,7 @@ impl Refs<'_, '_> {
                 (None, _, max) => max.map(|m| m.0.as_secs_f64()),
             };
             if let Err(e) = crate::suite::allowances::check(&allow.value, width) {
-                self.ctx.err(allow, format!("{path}.gap.allow"), e);
+                self.ctx.err(allow, format!("{path}.gap.allow"), e.to_string());
             }
         }
     }

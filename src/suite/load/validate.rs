@@ -3,6 +3,96 @@
 
 use super::*;
 
+/// Why an `ephemeral` step's container would be refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum EphemeralError {
+    #[error("an ephemeral container is a mapping such as `{{name: debugger, image: ..., command: [...]}}`")]
+    NotMapping,
+    #[error("invalid container name \"{0}\": use 1-63 characters of a-z, 0-9 and `-` (a DNS label)")]
+    InvalidName(String),
+    #[error("container name `{0}` is already used in the pod")]
+    NameTaken(String),
+    /// A field the API refuses in an ephemeral container.
+    #[error("an ephemeral container may not set `{0}` (the API refuses it)")]
+    Forbidden(&'static str),
+    #[error("an ephemeral container needs an `image`")]
+    NoImage,
+    /// A `${...}` that is no `containerImages` entry.
+    #[error("{0}")]
+    UnknownTemplate(String),
+    #[error("not a valid ephemeral container: {path}: {reason}")]
+    Invalid { path: String, reason: String },
+    /// `known` lists the pod's regular, init and sidecar containers.
+    #[error("targetContainerName `{target}` is not a container of the pod (it has: {known})")]
+    NoTarget { target: String, known: String },
+}
+
+/// Why an auxiliary object (`objects:`, an `object` step) would be refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ObjectError {
+    #[error("the object is not a mapping")]
+    NotMapping,
+    #[error("apiVersion `{api}`, kind `{kind}`: a case may create only v1 {} beside its pod (they go with the case namespace; other kinds would start pods podlife does not observe, change what the pod may do, or outlive the namespace)", OBJECT_KINDS.join(", "))]
+    KindRefused { api: String, kind: String },
+    #[error("the {0} has no metadata.name")]
+    NoName(String),
+    #[error("the {0} uses metadata.generateName: give a fixed name, the pod refers to it")]
+    GenerateName(String),
+    #[error("invalid {kind} name \"{name}\": {}", name_rule(kind))]
+    InvalidName { kind: String, name: String },
+    /// A Service type whose effects reach beyond the namespace and the pod under test.
+    #[error("spec.type: {0} reaches beyond the case namespace (node ports, load balancers); use ClusterIP")]
+    ServiceType(String),
+    /// `hint` is empty or a parenthesised advice, with its leading space.
+    #[error("not a valid v1 {kind}: {path}: {reason}{hint}")]
+    Invalid {
+        kind: String,
+        path: String,
+        reason: String,
+        hint: &'static str,
+    },
+}
+
+/// The naming rule an object of `kind` breaks: a Service name is a DNS-1035 label, others are
+/// DNS-1123 subdomains.
+fn name_rule(kind: &str) -> &'static str {
+    if kind == "Service" {
+        "use at most 63 characters of a-z, 0-9 and `-`, starting with a letter and not ending with `-`"
+    } else {
+        "use lowercase DNS labels (a-z, 0-9, `-`) separated by `.`, at most 253 characters"
+    }
+}
+
+/// Why a case's pod manifest would be refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PodError {
+    #[error("manifest is not a mapping")]
+    NotMapping,
+    #[error("expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`")]
+    NotPod { api: String, kind: String },
+    /// A `${...}` that is no `containerImages` entry.
+    #[error("{0}")]
+    UnknownTemplate(String),
+    #[error("the Pod has no `metadata.name`")]
+    NoName,
+    #[error("`metadata.name` is not a string")]
+    NameNotString,
+    #[error(
+        "invalid pod name \"{0}\" in `metadata.name`: use at most 253 characters of a-z, 0-9, `-` and `.`, starting and ending with a letter or digit (a DNS-1123 subdomain, as the API requires)"
+    )]
+    InvalidName(String),
+    #[error("not a valid v1 Pod: {0}")]
+    Invalid(String),
+    #[error("the Pod has no spec")]
+    NoSpec,
+    #[error("the Pod has no containers")]
+    NoContainers,
+    #[error("container name `{0}` used twice")]
+    NameTwice(String),
+    #[error("a container has no name")]
+    Unnamed,
+}
+
 /// A `patch` step may only change what the API lets a running pod change (the rest is
 /// rejected by the API server as "pod updates may not change fields other than ...").
 pub(super) fn check_patch(
@@ -89,10 +179,8 @@ pub(super) fn check_ephemeral(
     v: &serde_json::Value,
     images: &BTreeMap<String, String>,
     containers: &[ContainerInfo],
-) -> Result<String, String> {
-    let obj = v
-        .as_object()
-        .ok_or("an ephemeral container is a mapping such as `{name: debugger, image: ..., command: [...]}`")?;
+) -> Result<String, EphemeralError> {
+    let obj = v.as_object().ok_or(EphemeralError::NotMapping)?;
     let name = obj.get("name").and_then(|v| v.as_str()).unwrap_or("");
     let label = !name.is_empty()
         && name.len() <= 63
@@ -102,30 +190,31 @@ pub(super) fn check_ephemeral(
         && !name.starts_with('-')
         && !name.ends_with('-');
     if !label {
-        return Err(format!(
-            "invalid container name \"{name}\": use 1-63 characters of a-z, 0-9 and `-` (a DNS label)"
-        ));
+        return Err(EphemeralError::InvalidName(name.to_string()));
     }
     if containers.iter().any(|c| c.name == name) {
-        return Err(format!("container name `{name}` is already used in the pod"));
+        return Err(EphemeralError::NameTaken(name.to_string()));
     }
     if let Some(f) = EPHEMERAL_FORBIDDEN.iter().find(|f| obj.contains_key(**f)) {
-        return Err(format!("an ephemeral container may not set `{f}` (the API refuses it)"));
+        return Err(EphemeralError::Forbidden(f));
     }
     if obj
         .get("image")
         .and_then(|v| v.as_str())
         .is_none_or(|i| i.trim().is_empty())
     {
-        return Err("an ephemeral container needs an `image`".into());
+        return Err(EphemeralError::NoImage);
     }
     if let Some(e) = unknown_template(v, images) {
-        return Err(e);
+        return Err(EphemeralError::UnknownTemplate(e));
     }
     let mut rendered = v.clone();
     substitute(&mut rendered, images);
-    let ec: k8s_openapi::api::core::v1::EphemeralContainer = serde_path_to_error::deserialize(rendered)
-        .map_err(|e| format!("not a valid ephemeral container: {}: {}", e.path(), e.inner()))?;
+    let ec: k8s_openapi::api::core::v1::EphemeralContainer =
+        serde_path_to_error::deserialize(rendered).map_err(|e| EphemeralError::Invalid {
+            path: e.path().to_string(),
+            reason: e.inner().to_string(),
+        })?;
     if let Some(t) = &ec.target_container_name
         && !containers
             .iter()
@@ -137,9 +226,10 @@ pub(super) fn check_ephemeral(
             .map(|c| c.name.as_str())
             .collect::<Vec<_>>()
             .join(", ");
-        return Err(format!(
-            "targetContainerName `{t}` is not a container of the pod (it has: {known})"
-        ));
+        return Err(EphemeralError::NoTarget {
+            target: t.clone(),
+            known,
+        });
     }
     Ok(name.to_string())
 }
@@ -147,24 +237,22 @@ pub(super) fn check_ephemeral(
 /// Checks an auxiliary object: one core/v1 object of an allowed kind (`OBJECT_KINDS`), valid for
 /// its type, with a name the API accepts; returns its kind and name. `metadata.namespace` may be
 /// set but is replaced by the case namespace, like the pod's.
-pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), String> {
-    let obj = v.as_object().ok_or("the object is not a mapping")?;
+pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), ObjectError> {
+    let obj = v.as_object().ok_or(ObjectError::NotMapping)?;
     let api = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     if api != "v1" || !OBJECT_KINDS.contains(&kind) {
-        return Err(format!(
-            "apiVersion `{api}`, kind `{kind}`: a case may create only v1 {} beside its pod (they go with the case namespace; other kinds would start pods podlife does not observe, change what the pod may do, or outlive the namespace)",
-            OBJECT_KINDS.join(", ")
-        ));
+        return Err(ObjectError::KindRefused {
+            api: api.to_string(),
+            kind: kind.to_string(),
+        });
     }
     let name = v.pointer("/metadata/name").and_then(|v| v.as_str()).unwrap_or("");
     if name.is_empty() {
-        return Err(format!("the {kind} has no metadata.name"));
+        return Err(ObjectError::NoName(kind.to_string()));
     }
     if v.pointer("/metadata/generateName").is_some() {
-        return Err(format!(
-            "the {kind} uses metadata.generateName: give a fixed name, the pod refers to it"
-        ));
+        return Err(ObjectError::GenerateName(kind.to_string()));
     }
     // ConfigMap and Secret names are DNS-1123 subdomains; a Service name is a DNS-1035 label
     // (it becomes a DNS name and the prefix of its environment variables).
@@ -187,14 +275,10 @@ pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), St
             })
     };
     if !valid {
-        return Err(format!(
-            "invalid {kind} name \"{name}\": {}",
-            if kind == "Service" {
-                "use at most 63 characters of a-z, 0-9 and `-`, starting with a letter and not ending with `-`"
-            } else {
-                "use lowercase DNS labels (a-z, 0-9, `-`) separated by `.`, at most 253 characters"
-            }
-        ));
+        return Err(ObjectError::InvalidName {
+            kind: kind.to_string(),
+            name: name.to_string(),
+        });
     }
     use k8s_openapi::api::core::v1 as core;
     let typed = match kind {
@@ -204,9 +288,7 @@ pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), St
             // A NodePort or LoadBalancer Service opens a port on every node or provisions an
             // external load balancer: effects beyond the namespace and the pod under test.
             if let Some(t @ ("NodePort" | "LoadBalancer")) = svc.spec.as_ref().and_then(|s| s.type_.as_deref()) {
-                return Err(format!(
-                    "spec.type: {t} reaches beyond the case namespace (node ports, load balancers); use ClusterIP"
-                ));
+                return Err(ObjectError::ServiceType(t.to_string()));
             }
             Ok(())
         }),
@@ -220,7 +302,12 @@ pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), St
             } else {
                 ""
             };
-            return Err(format!("not a valid v1 {kind}: {}: {}{hint}", e.path(), e.inner()));
+            return Err(ObjectError::Invalid {
+                kind: kind.to_string(),
+                path: e.path().to_string(),
+                reason: e.inner().to_string(),
+                hint,
+            });
         }
     }
     Ok((kind.to_string(), name.to_string()))
@@ -231,36 +318,35 @@ pub(super) fn check_object(v: &serde_json::Value) -> Result<(String, String), St
 pub(super) fn check_pod(
     pod: &serde_json::Value,
     images: &BTreeMap<String, String>,
-) -> Result<Vec<ContainerInfo>, String> {
-    let obj = pod.as_object().ok_or("manifest is not a mapping")?;
+) -> Result<Vec<ContainerInfo>, PodError> {
+    let obj = pod.as_object().ok_or(PodError::NotMapping)?;
     let api = obj.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     if api != "v1" || kind != "Pod" {
-        return Err(format!(
-            "expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`"
-        ));
+        return Err(PodError::NotPod {
+            api: api.to_string(),
+            kind: kind.to_string(),
+        });
     }
     if let Some(e) = unknown_template(pod, images) {
-        return Err(e);
+        return Err(PodError::UnknownTemplate(e));
     }
     match obj.get("metadata").and_then(|m| m.get("name")) {
-        None => return Err("the Pod has no `metadata.name`".into()),
+        None => return Err(PodError::NoName),
         Some(n) => {
-            let name = n.as_str().ok_or("`metadata.name` is not a string")?;
+            let name = n.as_str().ok_or(PodError::NameNotString)?;
             if !dns1123_subdomain(name) {
-                return Err(format!(
-                    "invalid pod name \"{name}\" in `metadata.name`: use at most 253 characters of a-z, 0-9, `-` and `.`, starting and ending with a letter or digit (a DNS-1123 subdomain, as the API requires)"
-                ));
+                return Err(PodError::InvalidName(name.to_string()));
             }
         }
     }
     let mut rendered = pod.clone();
     substitute(&mut rendered, images);
     let typed: k8s_openapi::api::core::v1::Pod =
-        serde_json::from_value(rendered).map_err(|e| format!("not a valid v1 Pod: {e}"))?;
-    let spec = typed.spec.ok_or("the Pod has no spec")?;
+        serde_json::from_value(rendered).map_err(|e| PodError::Invalid(e.to_string()))?;
+    let spec = typed.spec.ok_or(PodError::NoSpec)?;
     if spec.containers.is_empty() {
-        return Err("the Pod has no containers".into());
+        return Err(PodError::NoContainers);
     }
     let mut out = vec![];
     for c in spec.init_containers.unwrap_or_default() {
@@ -280,10 +366,10 @@ pub(super) fn check_pod(
     let mut names = BTreeSet::new();
     for c in &out {
         if !names.insert(c.name.clone()) {
-            return Err(format!("container name `{}` used twice", c.name));
+            return Err(PodError::NameTwice(c.name.clone()));
         }
         if c.name.is_empty() {
-            return Err("a container has no name".into());
+            return Err(PodError::Unnamed);
         }
     }
     Ok(out)
@@ -317,5 +403,22 @@ mod tests {
         for n in ["", "Web", "-a", "a-", "a..b", ".a", "a_b", "a b", &long] {
             assert!(!dns1123_subdomain(n), "{n:?}");
         }
+    }
+
+    #[test]
+    fn refusals_read_as_the_api_rule_they_break() {
+        let none = BTreeMap::new();
+        let e = check_ephemeral(&serde_json::json!("x"), &none, &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "an ephemeral container is a mapping such as `{name: debugger, image: ..., command: [...]}`"
+        );
+        let e = check_object(&serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "A"}}))
+            .unwrap_err();
+        assert!(matches!(e, ObjectError::InvalidName { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with("invalid Service name \"A\": use at most 63"),
+            "{e}"
+        );
     }
 }

@@ -391,8 +391,8 @@ impl UpdateStep {
         pod: &mut serde_json::Value,
         init: &BTreeSet<String>,
         images: &BTreeMap<String, String>,
-    ) -> Result<(), String> {
-        let pod = pod.as_object_mut().ok_or("the pod read is not an object")?;
+    ) -> Result<(), UpdateError> {
+        let pod = pod.as_object_mut().ok_or(UpdateError::NotObject)?;
         for (key, map) in [("annotations", &self.annotations), ("labels", &self.labels)] {
             if map.is_empty() {
                 continue;
@@ -437,11 +437,9 @@ impl UpdateStep {
                     let cur = spec
                         .get("activeDeadlineSeconds")
                         .and_then(|v| v.as_i64())
-                        .ok_or("activeDeadlineSeconds: decrement, but the pod has no deadline")?;
+                        .ok_or(UpdateError::NoDeadline)?;
                     if cur <= 1 {
-                        return Err(format!(
-                            "activeDeadlineSeconds: decrement, but the pod's is {cur} (it must stay 1 or more)"
-                        ));
+                        return Err(UpdateError::DeadlineAtMinimum(cur));
                     }
                     cur - 1
                 }
@@ -463,7 +461,10 @@ impl UpdateStep {
                         .find(|c| c.get("name").and_then(|n| n.as_str()) == Some(name))
                 })
                 .and_then(|c| c.as_object_mut())
-                .ok_or_else(|| format!("containerImages: the pod read has no {key} entry `{name}`"))?;
+                .ok_or_else(|| UpdateError::NoContainer {
+                    list: key,
+                    name: name.clone(),
+                })?;
             c.insert("image".into(), image.clone().into());
         }
         Ok(())
@@ -473,6 +474,20 @@ impl UpdateStep {
     pub fn changes_spec(&self) -> bool {
         !self.tolerations.is_empty() || self.active_deadline_seconds.is_some() || !self.container_images.is_empty()
     }
+}
+
+/// Why an `update` step cannot change the pod as read.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum UpdateError {
+    #[error("the pod read is not an object")]
+    NotObject,
+    #[error("activeDeadlineSeconds: decrement, but the pod has no deadline")]
+    NoDeadline,
+    #[error("activeDeadlineSeconds: decrement, but the pod's is {0} (it must stay 1 or more)")]
+    DeadlineAtMinimum(i64),
+    /// `list` is `containers` or `initContainers`.
+    #[error("containerImages: the pod read has no {list} entry `{name}`")]
+    NoContainer { list: &'static str, name: String },
 }
 
 /// The object at `key` of `o`, made one if it is absent or not an object.
@@ -700,7 +715,7 @@ mod update_tests {
         })
     }
 
-    fn changed(u: &UpdateStep, images: &[(&str, &str)]) -> Result<serde_json::Value, String> {
+    fn changed(u: &UpdateStep, images: &[(&str, &str)]) -> Result<serde_json::Value, UpdateError> {
         let mut p = pod();
         let init: BTreeSet<String> = ["init".to_string()].into();
         let images = images.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
@@ -760,17 +775,23 @@ mod update_tests {
         assert_eq!(u.min_duration(), std::time::Duration::from_millis(49_800));
         let mut p = pod();
         p["spec"].as_object_mut().unwrap().remove("activeDeadlineSeconds");
-        let e = u.change(&mut p, &BTreeSet::new(), &BTreeMap::new()).unwrap_err();
+        let e = u
+            .change(&mut p, &BTreeSet::new(), &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("has no deadline"), "{e}");
         p["spec"]["activeDeadlineSeconds"] = 1.into();
-        let e = u.change(&mut p, &BTreeSet::new(), &BTreeMap::new()).unwrap_err();
+        let e = u
+            .change(&mut p, &BTreeSet::new(), &BTreeMap::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("must stay 1 or more"), "{e}");
     }
 
     #[test]
     fn an_image_of_a_container_the_pod_lacks_is_an_error_not_a_new_container() {
         let u = step("{name: img, containerImages: {other: x}}");
-        let e = changed(&u, &[("other", "x")]).unwrap_err();
+        let e = changed(&u, &[("other", "x")]).unwrap_err().to_string();
         assert!(e.contains("no containers entry `other`"), "{e}");
     }
 
