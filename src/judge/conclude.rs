@@ -32,7 +32,7 @@ pub fn conclude(case: &Case, tl: &Timeline, step: Option<Verdict>) -> (Conclusio
             // What was seen to contradict the case (a `never` that occurred, a forbidden
             // transition, a container that started against its expectation) stays failed.
             let seen = |x: &Verdict| {
-                (x.kind == "never" && !x.facts.contains(&Fact::MarkAbsent))
+                (x.kind == VerdictKind::Never && !x.facts.contains(&Fact::MarkAbsent))
                     || x.facts
                         .iter()
                         .any(|f| matches!(f, Fact::ForbiddenTransitionSeen | Fact::StartedAgainstExpectation))

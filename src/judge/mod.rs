@@ -53,7 +53,9 @@ pub use phase::phase_sequence;
 use phase::{is_subsequence, phase, phases, phases_gaps};
 pub use steps::{case_changed, steps_verdict};
 
-pub use verdict::{Fact, MarkAt, Outcome, Verdict, all_decided, all_pass, beyond_in_every_attempt};
+pub use verdict::{
+    Fact, MarkAt, Outcome, STEP_INDEX, Verdict, VerdictKind, all_decided, all_pass, beyond_in_every_attempt,
+};
 use verdict::{J, fail, in_gap, pass, undecided};
 
 /// Why a verdict on the scheduler's writes cannot be decided for a pod bound at creation.
@@ -108,7 +110,7 @@ pub fn judge(case: &Case, e: &Expectation, tl: &Timeline, index: usize) -> Verdi
     let j = restart_hides_absence(j, tl);
     Verdict {
         index,
-        kind: e.kind().to_string(),
+        kind: VerdictKind::of(e),
         outcome: j.outcome,
         evidence: j.evidence,
         measured: j.measured,

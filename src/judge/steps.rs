@@ -37,8 +37,8 @@ pub fn case_changed(problem: String) -> Verdict {
 /// A verdict of the step check (kind, subject and id `step`).
 pub(super) fn step_verdict(outcome: Outcome, evidence: String, facts: Vec<Fact>) -> Verdict {
     Verdict {
-        index: usize::MAX,
-        kind: "step".into(),
+        index: super::STEP_INDEX,
+        kind: super::VerdictKind::Step,
         outcome,
         evidence,
         measured: vec![],

@@ -19,9 +19,10 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Verdict {
-    /// Index in the case's `expect` list.
+    /// Index in the case's `expect` list (`STEP_INDEX` for the step check, which is none of
+    /// them: see `is_step`).
     pub index: usize,
-    pub kind: String,
+    pub kind: VerdictKind,
     pub outcome: Outcome,
     /// One line: expectation, measurement, marks used.
     pub evidence: String,
@@ -51,7 +52,118 @@ pub struct Verdict {
     pub id: String,
 }
 
+/// The `index` the case-wide checks' verdicts (`step`, `timeline`) carry in reports: they judge
+/// none of the case's expectations. Read it with `Verdict::expectation`.
+pub const STEP_INDEX: usize = usize::MAX;
+
+/// What kind of check a verdict is: an expectation's kind (as the suite names it), or one of the
+/// checks every case gets (`step`: its steps ran as written; `timeline`: a recording answers
+/// it). Serialized as the suite's name, so reports read the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum VerdictKind {
+    Phase,
+    Phases,
+    Container,
+    Condition,
+    Order,
+    Gap,
+    Event,
+    Log,
+    Backoff,
+    Never,
+    Statuses,
+    StatusRow,
+    QosClass,
+    Exec,
+    Cgroup,
+    Update,
+    ObservedGeneration,
+    Step,
+    Timeline,
+}
+
+impl VerdictKind {
+    /// The kind of an expectation's verdict.
+    pub fn of(e: &crate::suite::Expectation) -> VerdictKind {
+        use crate::suite::Expectation as E;
+        match e {
+            E::Phase(_) => VerdictKind::Phase,
+            E::Phases(_) => VerdictKind::Phases,
+            E::Container(_) => VerdictKind::Container,
+            E::Condition(_) => VerdictKind::Condition,
+            E::Order(_) => VerdictKind::Order,
+            E::Gap(_) => VerdictKind::Gap,
+            E::Event(_) => VerdictKind::Event,
+            E::Log(_) => VerdictKind::Log,
+            E::Backoff(_) => VerdictKind::Backoff,
+            E::Never(_) => VerdictKind::Never,
+            E::Statuses(_) => VerdictKind::Statuses,
+            E::StatusRow(_) => VerdictKind::StatusRow,
+            E::QosClass(_) => VerdictKind::QosClass,
+            E::Exec(_) => VerdictKind::Exec,
+            E::Cgroup(_) => VerdictKind::Cgroup,
+            E::Update(_) => VerdictKind::Update,
+            E::ObservedGeneration(_) => VerdictKind::ObservedGeneration,
+        }
+    }
+
+    /// The name reports print (the suite's name of the kind).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictKind::Phase => "phase",
+            VerdictKind::Phases => "phases",
+            VerdictKind::Container => "container",
+            VerdictKind::Condition => "condition",
+            VerdictKind::Order => "order",
+            VerdictKind::Gap => "gap",
+            VerdictKind::Event => "event",
+            VerdictKind::Log => "log",
+            VerdictKind::Backoff => "backoff",
+            VerdictKind::Never => "never",
+            VerdictKind::Statuses => "statuses",
+            VerdictKind::StatusRow => "statusRow",
+            VerdictKind::QosClass => "qosClass",
+            VerdictKind::Exec => "exec",
+            VerdictKind::Cgroup => "cgroup",
+            VerdictKind::Update => "update",
+            VerdictKind::ObservedGeneration => "observedGeneration",
+            VerdictKind::Step => "step",
+            VerdictKind::Timeline => "timeline",
+        }
+    }
+}
+
+impl std::fmt::Display for VerdictKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for VerdictKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for VerdictKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 impl Verdict {
+    /// Whether this is the step check's verdict (not one of the case's expectations).
+    pub fn is_step(&self) -> bool {
+        self.kind == VerdictKind::Step
+    }
+
+    /// The index of the expectation this verdict judges in the case's `expect` list; none for
+    /// the checks every case gets (`step`, `timeline`).
+    pub fn expectation(&self) -> Option<usize> {
+        (!matches!(self.kind, VerdictKind::Step | VerdictKind::Timeline)).then_some(self.index)
+    }
+
     /// Whether `self` and `other`, of two runs of one case, judge the same thing.
     pub fn same_subject(&self, other: &Verdict) -> bool {
         if self.id.is_empty() || other.id.is_empty() {

@@ -11,11 +11,11 @@ pub fn verdict_lines(verdicts: &[Verdict]) -> String {
             Outcome::Fail => "FAIL",
             Outcome::Undecided => "UNDECIDED",
         };
-        // A failed step (index usize::MAX) is not one of the case's expectations.
-        let at = if v.index == usize::MAX {
-            v.kind.clone()
-        } else {
-            v.index.to_string()
+        // A case-wide check (steps, timeline) is none of the case's expectations: its kind is
+        // shown instead of an index.
+        let at = match v.expectation() {
+            Some(i) => i.to_string(),
+            None => v.kind.to_string(),
         };
         // Evidence quotes log lines and recorded data: escaped so it cannot drive the terminal.
         out.push_str(&format!("  {tag} [{at}] {}\n", crate::util::printable(&v.evidence)));

@@ -52,7 +52,7 @@ pub fn render_table(d: &DiffReport) -> String {
                 out.push_str(&format!(
                     "    {tag} [{}] {} {} → {}: {}\n",
                     f.index,
-                    p(&f.kind),
+                    f.kind,
                     f.before,
                     f.after,
                     p(&f.evidence)
@@ -103,7 +103,7 @@ pub fn render_table(d: &DiffReport) -> String {
 
 /// The label of a timing; a back-off names which interval.
 fn timing_label(t: &TimingChange) -> String {
-    if t.kind == "backoff" {
+    if t.kind == Some(crate::judge::VerdictKind::Backoff) {
         format!("{} interval {}", t.label, t.position + 1)
     } else {
         t.label.clone()

@@ -80,9 +80,10 @@ pub enum InfoSource {
 #[serde(rename_all = "camelCase")]
 pub struct TimingChange {
     pub label: String,
-    /// The expectation's kind (`gap`, `backoff`, ...).
+    /// The expectation's kind (`gap`, `backoff`, ...; absent in diffs written before it was
+    /// recorded).
     #[serde(default)]
-    pub kind: String,
+    pub kind: Option<crate::judge::VerdictKind>,
     pub index: usize,
     pub position: usize,
     /// Medians over the repetitions.
@@ -110,7 +111,7 @@ pub struct TimingChange {
 #[serde(rename_all = "camelCase")]
 pub struct VerdictFlip {
     pub index: usize,
-    pub kind: String,
+    pub kind: crate::judge::VerdictKind,
     pub before: String,
     pub after: String,
     pub evidence: String,
@@ -400,7 +401,7 @@ fn change_of(
     let delta = new.median - old.median;
     TimingChange {
         label: new.label.clone(),
-        kind: new.kind.clone(),
+        kind: Some(new.kind),
         index: new.index,
         position: new.position,
         before: old.median,
@@ -440,7 +441,7 @@ pub fn diff(before: &RunSummary, after: &RunSummary, opts: &DiffOptions, defs: &
                     {
                         flips.push(VerdictFlip {
                             index: v.index,
-                            kind: v.kind.clone(),
+                            kind: v.kind,
                             before: outcome_name(old.outcome),
                             after: outcome_name(v.outcome),
                             evidence: v.evidence.clone(),
@@ -525,7 +526,7 @@ mod tests {
         MeasureStats {
             index: 0,
             position: 0,
-            kind: "gap".into(),
+            kind: crate::judge::VerdictKind::Gap,
             label: "gap `a`→`b`".into(),
             n: v.len(),
             min: v[0],

@@ -13,7 +13,7 @@ pub struct MeasureStats {
     pub index: usize,
     /// Position within the verdict's measured values (the i-th back-off interval).
     pub position: usize,
-    pub kind: String,
+    pub kind: crate::judge::VerdictKind,
     /// What is measured, e.g. "gap `term`→`kill`".
     pub label: String,
     pub n: usize,
@@ -123,7 +123,7 @@ pub fn case_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatus 
 /// min/median/max of every measured value, over the given attempts (one per repetition).
 pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
     type Entry = (
-        String,
+        crate::judge::VerdictKind,
         String,
         Vec<f64>,
         Option<crate::judge::measure::MeasureInfo>,
@@ -132,19 +132,19 @@ pub fn measure_stats(attempts: &[&Attempt]) -> Vec<MeasureStats> {
     let mut by_key: std::collections::BTreeMap<(usize, usize), Entry> = Default::default();
     for a in attempts {
         for v in &a.verdicts {
-            if v.index == usize::MAX {
+            if v.expectation().is_none() {
                 continue;
             }
             // Reports written before verdicts carried their subject fall back to the kind.
             let label = if v.subject.is_empty() {
-                v.kind.clone()
+                v.kind.to_string()
             } else {
                 v.subject.clone()
             };
             for (pos, m) in v.measured.iter().enumerate() {
                 let e = by_key
                     .entry((v.index, pos))
-                    .or_insert_with(|| (v.kind.clone(), label.clone(), vec![], None, v.id.clone()));
+                    .or_insert_with(|| (v.kind, label.clone(), vec![], None, v.id.clone()));
                 e.2.push(*m);
                 // The last repetition's description (its resolution may differ by a few ms).
                 if let Some(info) = v.measures.get(pos) {

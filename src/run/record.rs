@@ -420,11 +420,7 @@ impl Recorder {
             AttemptStatus::Passed | AttemptStatus::Failed | AttemptStatus::Undecided | AttemptStatus::NotComparable => {
             }
         }
-        if let Some(v) = attempt
-            .verdicts
-            .iter()
-            .find(|v| v.kind == "step" && v.index == usize::MAX)
-        {
+        if let Some(v) = attempt.verdicts.iter().find(|v| v.is_step()) {
             // The whole verdict: a live wait can end undecided (a gap could hide its mark).
             self.line_actions(&json!({"action": "step-failed", "evidence": v.evidence, "verdict": v}));
         }

@@ -560,10 +560,7 @@ fn rejudge_of_a_run_without_recordings_judges_its_timelines() {
         let x = a.cases.iter().find(|c| c.case == case).unwrap().last().unwrap();
         let y = b.cases.iter().find(|c| c.case == case).unwrap().last().unwrap();
         let o = |a: &podlife::results::Attempt| -> Vec<_> {
-            a.verdicts
-                .iter()
-                .map(|v| (v.index, v.kind.clone(), v.outcome))
-                .collect()
+            a.verdicts.iter().map(|v| (v.index, v.kind, v.outcome)).collect()
         };
         assert_eq!(o(x), o(y), "{case}");
     }

@@ -636,7 +636,7 @@ fn verdicts(vs: &[Verdict]) -> Markup {
                 @for v in vs {
                     @let (tag, class) = outcome_tag(v.outcome);
                     li class=(class) {
-                        span.tag { (tag) } " " span.kind { (t(&v.kind)) } " " (t(&v.evidence))
+                        span.tag { (tag) } " " span.kind { (v.kind.as_str()) } " " (t(&v.evidence))
                         // The mechanism each measured value depends on: what `podlife diff`
                         // allows it to move by from run to run.
                         @for m in &v.measures {

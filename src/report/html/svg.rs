@@ -477,7 +477,7 @@ fn gaps(
 ) -> f64 {
     let gaps: Vec<&Verdict> = verdicts
         .iter()
-        .filter(|v| v.kind == "gap" && v.marks.len() == 2 && !v.measured.is_empty())
+        .filter(|v| v.kind == crate::judge::VerdictKind::Gap && v.marks.len() == 2 && !v.measured.is_empty())
         .collect();
     if gaps.is_empty() {
         return y;

@@ -90,8 +90,8 @@ pub use crate::suite::naming::namespace_name;
 
 fn failed_step(evidence: String) -> Verdict {
     Verdict {
-        index: usize::MAX,
-        kind: "step".into(),
+        index: crate::judge::STEP_INDEX,
+        kind: crate::judge::VerdictKind::Step,
         outcome: Outcome::Fail,
         evidence,
         measured: vec![],

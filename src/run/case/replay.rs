@@ -304,7 +304,7 @@ pub fn read_timeline_file(path: &Path) -> Result<Timeline, String> {
 /// what came after the cut is unknown.
 pub fn incomplete_verdict(tl: &Timeline) -> Option<Verdict> {
     (!tl.complete).then(|| Verdict {
-        kind: "timeline".into(),
+        kind: crate::judge::VerdictKind::Timeline,
         id: "timeline".into(),
         outcome: Outcome::Undecided,
         ..failed_step(
