@@ -272,15 +272,30 @@ impl ImagesArgs {
     }
 }
 
-fn parse_image(s: &str) -> Result<(String, String), String> {
+/// A command-line value that does not parse; clap prints it after the option's name.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgError {
+    #[error("expected NAME=REFERENCE, got `{0}`")]
+    Image(String),
+    #[error("invalid duration `{given}`: {source}")]
+    Duration {
+        given: String,
+        source: humantime::DurationError,
+    },
+}
+
+fn parse_image(s: &str) -> Result<(String, String), ArgError> {
     match s.split_once('=') {
         Some((k, v)) if !k.is_empty() && !v.is_empty() => Ok((k.to_string(), v.to_string())),
-        _ => Err(format!("expected NAME=REFERENCE, got `{s}`")),
+        _ => Err(ArgError::Image(s.to_string())),
     }
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("invalid duration `{s}`: {e}"))
+fn parse_duration(s: &str) -> Result<std::time::Duration, ArgError> {
+    humantime::parse_duration(s).map_err(|source| ArgError::Duration {
+        given: s.to_string(),
+        source,
+    })
 }
 
 #[derive(clap::Args, Debug, Clone)]

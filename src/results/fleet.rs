@@ -9,22 +9,34 @@ use crate::results::stats::{MeasureStats, OddDifference, OddNode};
 use crate::results::{CaseReport, CaseStatus, RunSummary};
 use crate::util::fmt_secs;
 
+/// Why a run has no view for a node.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeViewError {
+    /// No case of the run was pinned to a node.
+    #[error("run {run} was not an --each-node run: it has no node {node}")]
+    NotEachNode { run: String, node: String },
+    /// Cases were pinned to nodes, none to this one; `nodes` lists those that ran.
+    #[error("no case of run {run} ran on node {node} (nodes: {nodes})")]
+    NoSuchNode { run: String, node: String, nodes: String },
+}
+
 /// The run as one node saw it: only the cases pinned to `node`, named without the node (so they
 /// match the same cases of another node or of a single-node run), and only that node in the
 /// fingerprint.
-pub fn node_view(s: &RunSummary, node: &str) -> Result<RunSummary, String> {
+pub fn node_view(s: &RunSummary, node: &str) -> Result<RunSummary, NodeViewError> {
     if !s.cases.iter().any(|c| c.target_node.as_deref() == Some(node)) {
         let mut nodes: Vec<&str> = s.cases.iter().filter_map(|c| c.target_node.as_deref()).collect();
         nodes.sort();
         nodes.dedup();
+        let (run, node) = (s.run_id.clone(), node.to_string());
         return Err(if nodes.is_empty() {
-            format!("run {} was not an --each-node run: it has no node {node}", s.run_id)
+            NodeViewError::NotEachNode { run, node }
         } else {
-            format!(
-                "no case of run {} ran on node {node} (nodes: {})",
-                s.run_id,
-                nodes.join(", ")
-            )
+            NodeViewError::NoSuchNode {
+                run,
+                node,
+                nodes: nodes.join(", "),
+            }
         });
     }
     let mut header = s.clone();

@@ -274,10 +274,7 @@ pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, a
     let recorder = start_recording(env, case, &ns, attempt_no);
     let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
         Ok(a) => a,
-        Err(err) => {
-            let (e, tl) = *err;
-            errored(e, started, t0, tl)
-        }
+        Err(err) => errored(err.to_string(), started, t0, err.timeline.map(|tl| *tl)),
     };
     attempt.cleanup.namespace = Some(ns.clone());
     attempt.node_load = node_load(env, &attempt, started);
@@ -393,8 +390,44 @@ impl Created {
     }
 }
 
-/// A harness error, with what was observed until then (boxed: a timeline is large).
-type CaseError = Box<(String, Option<Timeline>)>;
+/// What ended a case as a harness error (not the node's doing); its text is the attempt's
+/// `error`.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CaseCause {
+    /// A request failed; `what` names the second namespace when the request was for it.
+    #[error("{what}{source}")]
+    Request { what: &'static str, source: ClusterError },
+    /// The pod create was refused or never answered.
+    #[error("{why}; the pod was not created")]
+    PodNotCreated { why: String },
+    /// The pod watch was given up, so nothing more could be observed.
+    #[error("{0}")]
+    PodWatchLost(String),
+}
+
+impl From<ClusterError> for CaseCause {
+    fn from(source: ClusterError) -> Self {
+        CaseCause::Request { what: "", source }
+    }
+}
+
+/// A harness error, with what was observed until then (boxed: a timeline is large, and the
+/// error travels in a `Result` whose `Ok` is small).
+#[derive(Debug, thiserror::Error)]
+#[error("{cause}")]
+pub(super) struct CaseError {
+    pub cause: CaseCause,
+    pub timeline: Option<Box<Timeline>>,
+}
+
+impl CaseError {
+    fn new(cause: impl Into<CaseCause>, timeline: Option<Timeline>) -> Self {
+        CaseError {
+            cause: cause.into(),
+            timeline: timeline.map(Box::new),
+        }
+    }
+}
 
 fn interrupted(started: Timestamp, t0: Instant, tl: Option<Timeline>) -> Attempt {
     // Cut short: the stored timeline says so (see `errored`).

@@ -35,13 +35,13 @@ pub(super) async fn observe_case(
         {
             Ok(uid) => created.push(Created::new(env, ns, uid)),
             Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-            Err(e) => return Err(Box::new((format!("{what}{e}"), None))),
+            Err(source) => return Err(CaseError::new(CaseCause::Request { what, source }, None)),
         }
     }
     match api.wait_namespace_ready(env.api_outage_budget).await {
         Ok(()) => {}
         Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-        Err(e) => return Err(Box::new((e.to_string(), None))),
+        Err(e) => return Err(CaseError::new(e, None)),
     }
     let mut pod = case.render_pod(&env.images);
     env.target.apply(&mut pod);
@@ -103,10 +103,7 @@ pub(super) async fn observe_case(
                 StreamMsg::Lost { .. } => {}
             }
         }
-        return Err(Box::new((
-            format!("{why}; the pod was not created"),
-            Some(obs.finish()),
-        )));
+        return Err(CaseError::new(CaseCause::PodNotCreated { why }, Some(obs.finish())));
     }
     // A start slot of the node (see `RunOptions::starts_per_node`), held from the pod's
     // creation until it runs a container; taken before the case's clock starts.
@@ -138,7 +135,7 @@ pub(super) async fn observe_case(
             if matches!(e, ClusterError::Interrupted) {
                 return Ok(interrupted(started, t0, Some(obs.finish())));
             }
-            return Err(Box::new((e.to_string(), Some(obs.finish()))));
+            return Err(CaseError::new(e, Some(obs.finish())));
         }
         obs.push(Input::Action(Action {
             kind: ActionKind::ApplyObject,
@@ -156,7 +153,7 @@ pub(super) async fn observe_case(
         if matches!(e, ClusterError::Interrupted) {
             return Ok(interrupted(started, t0, Some(obs.finish())));
         }
-        return Err(Box::new((e.to_string(), Some(obs.finish()))));
+        return Err(CaseError::new(e, Some(obs.finish())));
     }
     obs.push(Input::Action(Action {
         kind: ActionKind::Apply,
@@ -514,7 +511,7 @@ fn kubelet_restart_gaps(obs: &mut Observer, env: &CaseEnv) {
 
 enum Stop {
     Interrupted,
-    Error(String),
+    Error(CaseCause),
 }
 
 #[derive(Default)]
@@ -590,7 +587,7 @@ impl Loop<'_> {
         let tl = self.obs.finish();
         match stop {
             Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
-            Stop::Error(e) => Err(Box::new((e, Some(tl)))),
+            Stop::Error(cause) => Err(CaseError::new(cause, Some(tl))),
         }
     }
 
@@ -676,7 +673,7 @@ impl Loop<'_> {
                 msg = self.rx.recv() => match msg {
                     Some(StreamMsg::Input(i)) => self.take(i),
                     Some(StreamMsg::Lost { source: EvidenceSource::PodWatch, reason }) => {
-                        return Err(Stop::Error(reason));
+                        return Err(Stop::Error(CaseCause::PodWatchLost(reason)));
                     }
                     // Events or a log given up: their gap stays open; the judge accounts for it.
                     Some(StreamMsg::Lost { .. }) => {}
@@ -765,7 +762,7 @@ impl From<ClusterError> for Stop {
     fn from(e: ClusterError) -> Self {
         match e {
             ClusterError::Interrupted => Stop::Interrupted,
-            e => Stop::Error(e.to_string()),
+            e => Stop::Error(e.into()),
         }
     }
 }
