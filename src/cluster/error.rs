@@ -28,6 +28,15 @@ pub enum ClusterError {
     Interrupted,
 }
 
+impl From<crate::util::backoff::RetryEnd<ClusterError>> for ClusterError {
+    fn from(end: crate::util::backoff::RetryEnd<ClusterError>) -> Self {
+        match end {
+            crate::util::backoff::RetryEnd::Failed(e) => e,
+            crate::util::backoff::RetryEnd::Cancelled => ClusterError::Interrupted,
+        }
+    }
+}
+
 impl ClusterError {
     /// Whether trying again later may succeed (the API server is restarting, overloaded or
     /// unreachable), as opposed to an answer that will not change.

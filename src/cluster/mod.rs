@@ -23,6 +23,7 @@ use error::api_err;
 pub use error::{ClusterError, describe};
 pub use exec::exec_status;
 pub use namespaces::{PodlifeNamespace, namespaces_labelled};
+pub use websocket::StreamError;
 
 // The fingerprint is part of the results; `cluster` fills it in, under its old paths too.
 pub use crate::results::fingerprint::{Fingerprint, NodeInfo, RuntimeClassInfo};
@@ -35,7 +36,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
 
-use crate::util::backoff::Backoff;
+use crate::util::backoff::{Backoff, Pauses};
 
 /// Label every podlife namespace carries: the run id.
 pub const RUN_LABEL: &str = "podlife.dev/run";
@@ -166,23 +167,21 @@ impl CaseApi {
 
     /// Retries `attempt` while the API is unavailable (connection refused, timeouts, 429, 5xx),
     /// with back-off, until it answers or `budget` has passed; cancellation ends it at once.
-    async fn retrying<T, F, Fut>(&self, budget: Duration, mut attempt: F) -> Result<T, ClusterError>
+    async fn retrying<T, F, Fut>(&self, budget: Duration, attempt: F) -> Result<T, ClusterError>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, ClusterError>>,
     {
         let give_up = crate::util::after_tokio(budget);
-        let mut backoff = Backoff::new();
-        loop {
-            match attempt().await {
-                Err(e) if e.is_transient() && backoff.fits_before(give_up) => {
-                    if self.sleep_or_cancel(backoff.next_pause()).await {
-                        return Err(ClusterError::Interrupted);
-                    }
-                }
-                r => return r,
-            }
-        }
+        Backoff::new()
+            .retry(give_up, &self.pauses(), ClusterError::is_transient, attempt)
+            .await
+            .map_err(ClusterError::from)
+    }
+
+    /// This client's pauses: cut short by its cancellation, if it has one.
+    fn pauses(&self) -> Pauses {
+        Pauses::Cancellable(self.cancel.clone())
     }
 
     /// Sleeps; true when cancelled meanwhile.
@@ -301,7 +300,7 @@ impl CaseApi {
                     ),
                 });
             }
-            if self.sleep_or_cancel(backoff.next_pause()).await {
+            if backoff.pause(&self.pauses()).await {
                 return Err(ClusterError::Interrupted);
             }
         }
@@ -401,41 +400,36 @@ impl CaseApi {
         // One back-off for the DELETE's retries and the wait after it: a wait restarted after
         // retries does not start over from the shortest pause.
         let mut backoff = Backoff::new();
-        loop {
-            match self
-                .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
-                .await
-            {
-                Ok(_) => {
-                    deadline = crate::util::after_tokio(wait);
-                    break;
-                }
-                Err(ClusterError::Api { code: Some(404), .. }) => return Ok(true),
-                // A 409 is either the UID precondition (the name now belongs to a namespace that
-                // is not ours: ours is gone) or ours already terminating ("The system is
-                // ensuring all content is removed", a DELETE sent again after a lost answer or
-                // by the sweep): only a look tells, and a terminating one is waited for.
-                Err(ClusterError::Api { code: Some(409), .. }) => {
-                    let get = format!("get namespace {}", self.namespace);
-                    match self
-                        .call(&get, Some(deadline), false, api.get_opt(&self.namespace))
-                        .await?
-                    {
-                        Some(n) if n.metadata.uid.as_deref() == Some(uid) => break,
-                        _ => return Ok(true),
+        // Uninterrupted pauses, unlike `retrying`: this is the cleanup, which Ctrl-C and SIGTERM
+        // start rather than stop (a namespace abandoned here would leak); the deadline bounds it.
+        let deleted = backoff
+            .retry(deadline, &Pauses::Uninterrupted, ClusterError::is_transient, || async {
+                match self
+                    .call(&what, Some(deadline), false, api.delete(&self.namespace, &dp))
+                    .await
+                {
+                    Ok(_) => Ok(Ok(true)),
+                    Err(ClusterError::Api { code: Some(404), .. }) => Ok(Ok(false)),
+                    // A 409 is either the UID precondition (the name now belongs to a namespace
+                    // that is not ours: ours is gone) or ours already terminating ("The system is
+                    // ensuring all content is removed", a DELETE sent again after a lost answer
+                    // or by the sweep): only a look tells, and a terminating one is waited for.
+                    // The look is not retried: its failure ends the deletion.
+                    Err(ClusterError::Api { code: Some(409), .. }) => {
+                        let get = format!("get namespace {}", self.namespace);
+                        Ok(self
+                            .call(&get, Some(deadline), false, api.get_opt(&self.namespace))
+                            .await
+                            .map(|n| n.is_some_and(|n| n.metadata.uid.as_deref() == Some(uid))))
                     }
+                    Err(e) => Err(e),
                 }
-                Err(e) if e.is_transient() => {
-                    if !backoff.fits_before(deadline) {
-                        return Err(e);
-                    }
-                    // Not cancellable, unlike `retrying`: this is the cleanup, which Ctrl-C and
-                    // SIGTERM start rather than stop (a namespace abandoned here would leak);
-                    // the cleanup's deadline bounds it.
-                    tokio::time::sleep(backoff.next_pause()).await;
-                }
-                Err(e) => return Err(e),
-            }
+            })
+            .await;
+        // `Ok(Ok(true))`: the namespace is ours and terminating; `Ok(Ok(false))`: it is gone.
+        match deleted.map_err(ClusterError::from)?? {
+            true => deadline = crate::util::after_tokio(wait),
+            false => return Ok(true),
         }
         // Not waiting at all: no request for the wait either.
         if wait.is_zero() {

@@ -23,6 +23,17 @@ pub struct UpdateDone {
     pub last_put: Option<jiff::Timestamp>,
 }
 
+/// What every round of an update step works with: the pod's API and name, the step, and how to
+/// render its change.
+struct Round<'a> {
+    api: &'a Api<DynamicObject>,
+    name: &'a str,
+    step: &'a UpdateStep,
+    init: &'a BTreeSet<String>,
+    images: &'a BTreeMap<String, String>,
+    outage_budget: Duration,
+}
+
 impl CaseApi {
     /// Runs an `update` step: `step.times()` rounds of GET, change, PUT, at most
     /// `UPDATES_PER_SEC` rounds a second. A GET is retried while the API is unavailable (within
@@ -56,10 +67,15 @@ impl CaseApi {
             {
                 return Err(ClusterError::Interrupted);
             }
-            match self
-                .update_once(&api, name, step, init, images, outage_budget, &mut r)
-                .await
-            {
+            let round = Round {
+                api: &api,
+                name,
+                step,
+                init,
+                images,
+                outage_budget,
+            };
+            match self.update_once(&round, &mut r).await {
                 Ok(Some(sent)) => last_put = Some(sent),
                 Ok(None) => {}
                 Err(ClusterError::Interrupted) => return Err(ClusterError::Interrupted),
@@ -74,17 +90,15 @@ impl CaseApi {
 
     /// One round; `Some(sent)` when our PUT was answered (sent then), `None` when a read showed a
     /// PUT whose answer was lost had taken effect.
-    #[allow(clippy::too_many_arguments)]
-    async fn update_once(
-        &self,
-        api: &Api<DynamicObject>,
-        name: &str,
-        step: &UpdateStep,
-        init: &BTreeSet<String>,
-        images: &BTreeMap<String, String>,
-        outage_budget: Duration,
-        r: &mut UpdateResult,
-    ) -> Result<Option<jiff::Timestamp>, ClusterError> {
+    async fn update_once(&self, round: &Round<'_>, r: &mut UpdateResult) -> Result<Option<jiff::Timestamp>, ClusterError> {
+        let Round {
+            api,
+            name,
+            step,
+            init,
+            images,
+            outage_budget,
+        } = *round;
         let what = format!("update pod {}/{name}", self.namespace);
         let mut lost: Option<Option<i64>> = None; // the generation read before a PUT whose answer was lost
         let mut backoff = Backoff::new();
@@ -136,7 +150,7 @@ impl CaseApi {
                 // The answer was lost: the next read tells whether the change took effect.
                 Err(e) if e.is_transient() => {
                     lost = Some(read_generation);
-                    if self.sleep_or_cancel(backoff.next_pause()).await {
+                    if backoff.pause(&self.pauses()).await {
                         return Err(ClusterError::Interrupted);
                     }
                 }

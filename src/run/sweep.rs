@@ -21,26 +21,31 @@ pub(super) async fn sweep(
     // Listing costs one request and finds a namespace whose create answer never reached us. An
     // API that is away (a restart) is waited for, within the outage budget.
     let give_up = crate::util::after_tokio(outage_budget.max(cleanup_timeout));
-    let mut backoff = crate::util::backoff::Backoff::new();
-    let list = loop {
-        let r = tokio::time::timeout_at(
-            give_up.min(crate::util::after_tokio(request_timeout)),
-            crate::cluster::namespaces_labelled(&client, Some(run_id)),
+    // `Err(None)`: no answer within the request timeout. Uninterrupted pauses: the sweep is the
+    // cleanup, which a signal starts rather than stops; `give_up` bounds it.
+    let list = crate::util::backoff::Backoff::new()
+        .retry(
+            give_up,
+            &crate::util::backoff::Pauses::Uninterrupted,
+            |e: &Option<crate::cluster::ClusterError>| e.as_ref().is_none_or(|e| e.is_transient()),
+            || async {
+                tokio::time::timeout_at(
+                    give_up.min(crate::util::after_tokio(request_timeout)),
+                    crate::cluster::namespaces_labelled(&client, Some(run_id)),
+                )
+                .await
+                .map_err(|_| None)?
+                .map_err(Some)
+            },
         )
-        .await;
-        let transient = match &r {
-            Ok(Err(e)) => e.is_transient(),
-            Err(_) => true,
-            Ok(Ok(_)) => false,
-        };
-        if !transient || !backoff.fits_before(give_up) {
-            break r;
-        }
-        tokio::time::sleep(backoff.next_pause()).await;
-    };
+        .await
+        .map_err(|end| match end {
+            crate::util::backoff::RetryEnd::Failed(e) => e,
+            crate::util::backoff::RetryEnd::Cancelled => None,
+        });
     let mut leftovers = vec![];
     match list {
-        Ok(Ok(found)) => {
+        Ok(found) => {
             // A registered namespace the list no longer has is gone (the list is one consistent
             // view of the run's label): nothing to do for it.
             let listed: BTreeSet<(String, String)> = found.iter().map(|n| (n.name.clone(), n.uid.clone())).collect();
@@ -52,10 +57,10 @@ pub(super) async fn sweep(
             }
         }
         // Without the list, the registry is all we know: say so only if something may be lost.
-        Ok(Err(e)) => leftovers.push(format!(
+        Err(Some(e)) => leftovers.push(format!(
             "could not list this run's namespaces to check for leftovers: {e}"
         )),
-        Err(_) => leftovers.push("could not list this run's namespaces to check for leftovers: no answer".into()),
+        Err(None) => leftovers.push("could not list this run's namespaces to check for leftovers: no answer".into()),
     }
     let deletes = todo.into_iter().map(|(ns, uid)| {
         let api = crate::cluster::CaseApi::new(client.clone(), &ns).bounded(request_timeout, None);
