@@ -1,17 +1,17 @@
 //! `exec` steps: a command run in a container over the API server's websocket, and the exit
 //! code its final status carries.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use super::websocket::StreamError;
 use super::{CaseApi, ClusterError, describe};
 
 /// The exit code an exec's final status carries: `Success` is 0, `Failure` with reason
 /// `NonZeroExitCode` carries it as the `ExitCode` cause (the kubelet's streaming server writes
 /// it so); anything else (no status, another failure) is an error, with its message.
-pub fn exec_status(s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>) -> Result<i32, String> {
+pub fn exec_status(s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>) -> Result<i32, StreamError> {
     let Some(s) = s else {
-        return Err("the stream ended without an exit status".into());
+        return Err(StreamError::NoStatus);
     };
     match s.status.as_deref() {
         Some("Success") => Ok(0),
@@ -22,13 +22,64 @@ pub fn exec_status(s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::St
             .and_then(|c| c.iter().find(|c| c.reason.as_deref() == Some("ExitCode")))
             .and_then(|c| c.message.as_deref())
             .and_then(|m| m.trim().parse::<i32>().ok())
-            .ok_or_else(|| format!("exit status NonZeroExitCode without a readable code: {:?}", s.message)),
-        other => Err(format!(
-            "exec status {}: {}",
-            other.unwrap_or("(none)"),
-            s.message.as_deref().unwrap_or("(no message)")
-        )),
+            .ok_or_else(|| StreamError::UnreadableCode(s.message.clone())),
+        other => Err(StreamError::Status {
+            status: other.unwrap_or("(none)").to_string(),
+            message: s.message.as_deref().unwrap_or("(no message)").to_string(),
+        }),
     }
+}
+
+/// One output stream of an exec as received, up to the cap (and whether more came): kept when
+/// the exec is cut short, since it is evidence, not a result.
+#[derive(Default)]
+struct Captured(std::sync::Mutex<(Vec<u8>, bool)>);
+
+impl Captured {
+    fn keep(&self, bytes: &[u8]) {
+        let mut b = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let room = crate::observe::EXEC_OUTPUT_CAP.saturating_sub(b.0.len());
+        if bytes.len() > room {
+            b.1 = true;
+        }
+        b.0.extend_from_slice(&bytes[..bytes.len().min(room)]);
+    }
+
+    /// Reads `r` to its end.
+    async fn drain(&self, r: &mut Option<impl tokio::io::AsyncRead + Unpin>) {
+        use tokio::io::AsyncReadExt;
+        let Some(r) = r else { return };
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = r.read(&mut chunk).await {
+            self.keep(&chunk[..n]);
+        }
+    }
+
+    /// What is still buffered once the stream's task has ended. A task that ended in an error
+    /// drops its writers without closing them, so a read would wait forever: only what is
+    /// ready is read.
+    fn rest(&self, r: &mut Option<impl tokio::io::AsyncRead + Unpin>) {
+        use futures::FutureExt;
+        use tokio::io::AsyncReadExt;
+        let Some(r) = r else { return };
+        let mut chunk = [0u8; 4096];
+        while let Some(Ok(n @ 1..)) = r.read(&mut chunk).now_or_never() {
+            self.keep(&chunk[..n]);
+        }
+    }
+
+    /// The text received, and whether some was cut.
+    fn text(&self) -> (String, bool) {
+        let b = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        (String::from_utf8_lossy(&b.0).into_owned(), b.1)
+    }
+}
+
+/// What one exec received on stdout and stderr.
+#[derive(Default)]
+struct ExecOutput {
+    stdout: Captured,
+    stderr: Captured,
 }
 
 impl CaseApi {
@@ -45,7 +96,6 @@ impl CaseApi {
         protocol: crate::suite::ExecProtocol,
         timeout: Duration,
     ) -> Result<crate::observe::ExecResult, ClusterError> {
-        use tokio::io::AsyncReadExt;
         self.count();
         *self.last_sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(jiff::Timestamp::now());
         let mut out = crate::observe::ExecResult {
@@ -54,91 +104,13 @@ impl CaseApi {
             protocol: (!protocol.is_default()).then(|| protocol.as_str().to_string()),
             ..Default::default()
         };
-        let ap = kube::api::AttachParams::default()
-            .container(container)
-            .stdin(false)
-            .stdout(true)
-            .stderr(true);
-        // Output as received, kept when the exec is cut short (it is evidence, not a result).
-        type Buf = Arc<std::sync::Mutex<(Vec<u8>, bool)>>;
-        let (so, se): (Buf, Buf) = (Arc::default(), Arc::default());
-        fn keep(buf: &Buf, bytes: &[u8]) {
-            let mut b = buf.lock().unwrap_or_else(|p| p.into_inner());
-            let room = crate::observe::EXEC_OUTPUT_CAP.saturating_sub(b.0.len());
-            if bytes.len() > room {
-                b.1 = true;
-            }
-            b.0.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        }
-        async fn drain(r: &mut Option<impl tokio::io::AsyncRead + Unpin>, buf: &Buf) {
-            let Some(r) = r else { return };
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = r.read(&mut chunk).await {
-                keep(buf, &chunk[..n]);
-            }
-        }
-        // What is still buffered once the stream's task has ended. A task that ended in an error
-        // drops its writers without closing them, so a read would wait forever: only what is
-        // ready is read.
-        fn rest(r: &mut Option<impl tokio::io::AsyncRead + Unpin>, buf: &Buf) {
-            use futures::FutureExt;
-            let Some(r) = r else { return };
-            let mut chunk = [0u8; 4096];
-            while let Some(Ok(n @ 1..)) = r.read(&mut chunk).now_or_never() {
-                keep(buf, &chunk[..n]);
-            }
-        }
-        let pods = self.pods();
-        let kube_ws = async {
-            let mut p = pods.exec(pod, command.to_vec(), &ap).await.map_err(|e| describe(&e))?;
-            let status = p.take_status();
-            let (mut out_r, mut err_r) = (p.stdout(), p.stderr());
-            // Output is read while waiting for the exit status, which ends the exec; the status
-            // future also ends (empty) when the stream ends without one.
-            let status = {
-                let reading = async {
-                    tokio::join!(drain(&mut out_r, &so), drain(&mut err_r, &se));
-                    std::future::pending::<()>().await
-                };
-                tokio::select! {
-                    s = async { match status { Some(s) => s.await, None => None } } => s,
-                    _ = reading => None,
-                }
-            };
-            let joined = p.join().await;
-            rest(&mut out_r, &so);
-            rest(&mut err_r, &se);
-            match exec_status(status.as_ref()) {
-                // The status arrived; a stream error after it loses nothing judged.
-                Ok(code) => Ok(code),
-                Err(why) => Err(match joined {
-                    Err(e) => format!("the stream broke: {e}"),
-                    Ok(()) => why,
-                }),
-            }
-        };
-        let channel = async {
-            let mut q = form_urlencoded::Serializer::new(String::new());
-            q.append_pair("container", container);
-            for c in command {
-                q.append_pair("command", c);
-            }
-            q.append_pair("stdout", "true").append_pair("stderr", "true");
-            let uri = format!("/api/v1/namespaces/{}/pods/{pod}/exec?{}", self.namespace, q.finish());
-            let mut socket = self.websocket(&uri, protocol.as_str()).await?;
-            let mut got = super::websocket::ChannelOutput::default();
-            let mut streams = |channel: u8, data: &[u8]| match channel {
-                1 => keep(&so, data),
-                2 => keep(&se, data),
-                _ => {}
-            };
-            super::websocket::read_all(&mut socket, |m| got.take(m, &mut streams)).await?;
-            got.exit_code()
-        };
+        let received = ExecOutput::default();
         let run = async {
             match protocol {
-                crate::suite::ExecProtocol::V5 => kube_ws.await,
-                crate::suite::ExecProtocol::Channel => channel.await,
+                crate::suite::ExecProtocol::V5 => self.exec_v5(pod, container, command, &received).await,
+                crate::suite::ExecProtocol::Channel => {
+                    self.exec_channel(pod, container, command, protocol, &received).await
+                }
             }
         };
         let r = tokio::select! {
@@ -150,18 +122,87 @@ impl CaseApi {
                 "no exit status within {} (the step's timeout)",
                 crate::util::fmt_secs(timeout.as_secs_f64())
             )),
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Ok(Ok(code)) => {
                 out.exit_code = Some(code);
                 None
             }
         };
-        for (buf, text) in [(&so, &mut out.stdout), (&se, &mut out.stderr)] {
-            let b = buf.lock().unwrap_or_else(|p| p.into_inner());
-            *text = String::from_utf8_lossy(&b.0).into_owned();
-            out.truncated |= b.1;
-        }
+        let ((stdout, cut_out), (stderr, cut_err)) = (received.stdout.text(), received.stderr.text());
+        (out.stdout, out.stderr, out.truncated) = (stdout, stderr, cut_out || cut_err);
         Ok(out)
+    }
+
+    /// An exec over kube's websocket (`v5.channel.k8s.io`), its output into `received`.
+    async fn exec_v5(
+        &self,
+        pod: &str,
+        container: &str,
+        command: &[String],
+        received: &ExecOutput,
+    ) -> Result<i32, StreamError> {
+        let ap = kube::api::AttachParams::default()
+            .container(container)
+            .stdin(false)
+            .stdout(true)
+            .stderr(true);
+        let mut p = self
+            .pods()
+            .exec(pod, command.to_vec(), &ap)
+            .await
+            .map_err(|e| StreamError::Api(describe(&e)))?;
+        let status = p.take_status();
+        let (mut out_r, mut err_r) = (p.stdout(), p.stderr());
+        // Output is read while waiting for the exit status, which ends the exec; the status
+        // future also ends (empty) when the stream ends without one.
+        let status = {
+            let reading = async {
+                tokio::join!(received.stdout.drain(&mut out_r), received.stderr.drain(&mut err_r));
+                std::future::pending::<()>().await
+            };
+            tokio::select! {
+                s = async { match status { Some(s) => s.await, None => None } } => s,
+                _ = reading => None,
+            }
+        };
+        let joined = p.join().await;
+        received.stdout.rest(&mut out_r);
+        received.stderr.rest(&mut err_r);
+        match exec_status(status.as_ref()) {
+            // The status arrived; a stream error after it loses nothing judged.
+            Ok(code) => Ok(code),
+            Err(why) => Err(match joined {
+                Err(e) => StreamError::StreamBroke(e.to_string()),
+                Ok(()) => why,
+            }),
+        }
+    }
+
+    /// An exec over a websocket of `protocol` (`channel.k8s.io`), its output into `received`.
+    async fn exec_channel(
+        &self,
+        pod: &str,
+        container: &str,
+        command: &[String],
+        protocol: crate::suite::ExecProtocol,
+        received: &ExecOutput,
+    ) -> Result<i32, StreamError> {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        q.append_pair("container", container);
+        for c in command {
+            q.append_pair("command", c);
+        }
+        q.append_pair("stdout", "true").append_pair("stderr", "true");
+        let uri = format!("/api/v1/namespaces/{}/pods/{pod}/exec?{}", self.namespace, q.finish());
+        let mut socket = self.websocket(&uri, protocol.as_str()).await?;
+        let mut got = super::websocket::ChannelOutput::default();
+        let mut streams = |channel: u8, data: &[u8]| match channel {
+            1 => received.stdout.keep(data),
+            2 => received.stderr.keep(data),
+            _ => {}
+        };
+        super::websocket::read_all(&mut socket, |m| got.take(m, &mut streams)).await?;
+        got.exit_code()
     }
 }
 
@@ -197,7 +238,7 @@ impl CaseApi {
             ..Default::default()
         };
         let mut bytes: Vec<u8> = vec![];
-        let mut bad: Option<String> = None;
+        let mut bad: Option<StreamError> = None;
         let read = async {
             let q = form_urlencoded::Serializer::new(String::new())
                 .append_pair("container", container)
@@ -212,7 +253,7 @@ impl CaseApi {
                         match base64::engine::general_purpose::STANDARD.decode(t.as_str().trim()) {
                             Ok(b) => b,
                             Err(e) => {
-                                bad = Some(format!("a message that is not base64: {e}"));
+                                bad = Some(StreamError::NotBase64(e.to_string()));
                                 return false;
                             }
                         }
@@ -235,8 +276,8 @@ impl CaseApi {
                 "the log was still streaming after {} (the step's timeout)",
                 crate::util::fmt_secs(timeout.as_secs_f64())
             )),
-            Ok(Err(e)) => Some(e),
-            Ok(Ok(())) => bad,
+            Ok(Err(e)) => Some(e.to_string()),
+            Ok(Ok(())) => bad.map(|e| e.to_string()),
         };
         out.stdout = String::from_utf8_lossy(&bytes).into_owned();
         Ok(out)

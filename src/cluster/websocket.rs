@@ -17,6 +17,42 @@ use super::{CaseApi, describe};
 /// An open websocket to the API server.
 pub(crate) type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
 
+/// Why an exec or a log read over a stream has no result: it is kept in the step's record
+/// (`error`), with the output received until then.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum StreamError {
+    #[error("building the request: {0}")]
+    Request(String),
+    /// The request failed before any stream opened (refused, an error status).
+    #[error("{0}")]
+    Api(String),
+    #[error("the websocket upgrade was answered {status}: {body}")]
+    Refused { status: http::StatusCode, body: String },
+    #[error("the websocket upgrade's Sec-WebSocket-Accept does not match our key")]
+    AcceptKey,
+    #[error("the server chose the websocket protocol {chosen:?}, not {offered:?}")]
+    Protocol { chosen: String, offered: String },
+    #[error("the websocket upgrade failed: {0}")]
+    Upgrade(String),
+    #[error("the websocket broke: {0}")]
+    WebsocketBroke(String),
+    /// The exec stream (kube's v5 websocket) failed before its exit status came.
+    #[error("the stream broke: {0}")]
+    StreamBroke(String),
+    #[error("the stream ended without closing")]
+    NotClosed,
+    #[error("the error stream says: {0}")]
+    ErrorStream(String),
+    #[error("the stream ended without an exit status")]
+    NoStatus,
+    #[error("exit status NonZeroExitCode without a readable code: {0:?}")]
+    UnreadableCode(Option<String>),
+    #[error("exec status {status}: {message}")]
+    Status { status: String, message: String },
+    #[error("a message that is not base64: {0}")]
+    NotBase64(String),
+}
+
 /// The most of an error body kept in a message: a `Status` is a few hundred bytes.
 const ERROR_BODY_CAP: usize = 4096;
 
@@ -24,7 +60,7 @@ impl CaseApi {
     /// Opens a websocket to `uri` (a path and query) offering only `protocol`, and checks the
     /// server's answer as RFC 6455 says (101, the accept key, the protocol it chose). An answer
     /// other than 101 is an error carrying its status and body (a `Status` naming the cause).
-    pub(crate) async fn websocket(&self, uri: &str, protocol: &str) -> Result<Socket, String> {
+    pub(crate) async fn websocket(&self, uri: &str, protocol: &str) -> Result<Socket, StreamError> {
         let key = handshake::client::generate_key();
         let req = http::Request::get(uri)
             .header(CONNECTION, "Upgrade")
@@ -33,8 +69,12 @@ impl CaseApi {
             .header(SEC_WEBSOCKET_KEY, &key)
             .header(SEC_WEBSOCKET_PROTOCOL, protocol)
             .body(kube::client::Body::from(Vec::new()))
-            .map_err(|e| format!("building the request: {e}"))?;
-        let res = self.client.send(req).await.map_err(|e| describe(&e))?;
+            .map_err(|e| StreamError::Request(e.to_string()))?;
+        let res = self
+            .client
+            .send(req)
+            .await
+            .map_err(|e| StreamError::Api(describe(&e)))?;
         if res.status() != http::StatusCode::SWITCHING_PROTOCOLS {
             let status = res.status();
             let body = match res.into_body().collect().await {
@@ -44,25 +84,29 @@ impl CaseApi {
                 }
                 Err(e) => format!("(body unreadable: {e})"),
             };
-            return Err(format!("the websocket upgrade was answered {status}: {}", body.trim()));
+            return Err(StreamError::Refused {
+                status,
+                body: body.trim().to_string(),
+            });
         }
         let h = res.headers();
         let accept = handshake::derive_accept_key(key.as_bytes());
         if h.get(SEC_WEBSOCKET_ACCEPT).and_then(|v| v.to_str().ok()) != Some(accept.as_str()) {
-            return Err("the websocket upgrade's Sec-WebSocket-Accept does not match our key".into());
+            return Err(StreamError::AcceptKey);
         }
         let chosen = h
             .get(SEC_WEBSOCKET_PROTOCOL)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         if chosen != protocol {
-            return Err(format!(
-                "the server chose the websocket protocol {chosen:?}, not {protocol:?}"
-            ));
+            return Err(StreamError::Protocol {
+                chosen: chosen.to_string(),
+                offered: protocol.to_string(),
+            });
         }
         let upgraded = hyper::upgrade::on(res)
             .await
-            .map_err(|e| format!("the websocket upgrade failed: {e}"))?;
+            .map_err(|e| StreamError::Upgrade(e.to_string()))?;
         Ok(WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Client, None).await)
     }
 }
@@ -103,9 +147,9 @@ impl ChannelOutput {
     /// kubelet writes nothing for a zero exit); a non-zero exit is the status's message only,
     /// "command terminated with non-zero exit code: … exited with N …", from which the code
     /// is read. Anything else on the error stream is the failure it names.
-    pub(crate) fn exit_code(&self) -> Result<i32, String> {
+    pub(crate) fn exit_code(&self) -> Result<i32, StreamError> {
         if !self.closed {
-            return Err("the stream ended without closing".into());
+            return Err(StreamError::NotClosed);
         }
         if self.error.is_empty() {
             return Ok(0);
@@ -115,13 +159,13 @@ impl ChannelOutput {
             .expect("a valid pattern")
             .captures(&text)
             .and_then(|c| c[1].parse().ok());
-        code.ok_or_else(|| format!("the error stream says: {}", text.trim()))
+        code.ok_or_else(|| StreamError::ErrorStream(text.trim().to_string()))
     }
 }
 
 /// Reads a socket until it ends, handing each message to `take`, which answers false at the
 /// end of the stream.
-pub(crate) async fn read_all(socket: &mut Socket, mut take: impl FnMut(Message) -> bool) -> Result<(), String> {
+pub(crate) async fn read_all(socket: &mut Socket, mut take: impl FnMut(Message) -> bool) -> Result<(), StreamError> {
     while let Some(m) = socket.next().await {
         match m {
             Ok(m) => {
@@ -129,7 +173,7 @@ pub(crate) async fn read_all(socket: &mut Socket, mut take: impl FnMut(Message) 
                     return Ok(());
                 }
             }
-            Err(e) => return Err(format!("the websocket broke: {e}")),
+            Err(e) => return Err(StreamError::WebsocketBroke(e.to_string())),
         }
     }
     Ok(())
@@ -182,7 +226,7 @@ mod tests {
             ),
             Message::Close(None),
         ]);
-        assert!(failed.exit_code().unwrap_err().contains("not found"));
+        assert!(failed.exit_code().unwrap_err().to_string().contains("not found"));
         // A connection that dropped without a close frame has no result, even with no error.
         assert!(fed(vec![on(1, "hi\n")]).exit_code().is_err());
     }
