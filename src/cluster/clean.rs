@@ -77,22 +77,7 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
                 crate::util::fmt_secs(opts.request_timeout.as_secs_f64())
             ),
         })??;
-    // A run is in progress while any of its namespaces may still be in use (and is not being
-    // deleted already): all its namespaces are left alone — a leftover of its first attempt
-    // included — unless the user names the run.
-    let busy: std::collections::BTreeMap<String, Timestamp> = listed
-        .iter()
-        .filter(|n| !n.terminating)
-        .filter_map(|n| match in_use_until(n) {
-            Some(t) if t > opts.now => Some((n.run.clone(), t)),
-            Some(_) => None,
-            None => Some((n.run.clone(), Timestamp::MAX)),
-        })
-        .fold(Default::default(), |mut m, (run, t)| {
-            let e = m.entry(run).or_insert(t);
-            *e = (*e).max(t);
-            m
-        });
+    let busy = busy_runs(&listed, opts.now);
     let (matching, in_progress): (Vec<PodlifeNamespace>, Vec<PodlifeNamespace>) = listed
         .into_iter()
         .filter(|n| match (opts.older_than, n.created) {
@@ -107,19 +92,7 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         in_progress: in_progress.iter().map(|n| n.name.clone()).collect(),
         ..CleanOutcome::default()
     };
-    let runs_in_progress: std::collections::BTreeSet<&String> = in_progress.iter().map(|n| &n.run).collect();
-    for run in runs_in_progress {
-        let n = in_progress.iter().filter(|n| &n.run == run).count();
-        let until = busy
-            .get(run)
-            .filter(|t| **t < Timestamp::MAX)
-            .map_or("an unknown time".to_string(), |t| t.to_string());
-        let _ = writeln!(
-            out,
-            "run {run} may still be in progress (its namespaces may be in use until {until}): its {n} namespace{} left alone; to delete them anyway: podlife clean --run {run} --yes",
-            if n == 1 { "" } else { "s" }
-        );
-    }
+    print_in_progress(out, &in_progress, &busy);
     let scope = match (&opts.run, opts.older_than) {
         (Some(r), Some(d)) => format!(" of run {r} older than {}", crate::util::fmt_secs(d.as_secs_f64())),
         (Some(r), None) => format!(" of run {r}"),
@@ -135,20 +108,7 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         let _ = writeln!(out, "no podlife namespaces{scope}{other}");
         return Ok(outcome);
     }
-    let _ = writeln!(out, "{:<63}  {:<8}  {:<10}  CASE", "NAMESPACE", "RUN", "AGE");
-    for n in &matching {
-        let age = n
-            .created
-            .map(|c| age(opts.now.duration_since(c).as_secs_f64()))
-            .unwrap_or_else(|| "?".into());
-        let case = match (&n.suite, &n.case) {
-            (Some(s), Some(c)) => format!("{s}::{c}"),
-            (None, Some(c)) => c.clone(),
-            _ => String::new(),
-        };
-        let state = if n.terminating { " (terminating)" } else { "" };
-        let _ = writeln!(out, "{:<63}  {:<8}  {:<10}  {case}{state}", n.name, n.run, age);
-    }
+    print_table(out, &matching, opts.now);
     let count = matching.len();
     let plural = if count == 1 { "" } else { "s" };
     if !opts.yes {
@@ -165,6 +125,83 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
         );
         return Ok(outcome);
     }
+    delete_all(client, opts, matching, out, &mut outcome).await;
+    let _ = writeln!(
+        out,
+        "{} of {count} namespace{plural}{scope} deleted",
+        outcome.deleted.len()
+    );
+    Ok(outcome)
+}
+
+/// The runs that may still be in progress, with the time their namespaces may be in use until
+/// (`Timestamp::MAX`: unknown). A run is in progress while any of its namespaces may still be in
+/// use (and is not being deleted already): all its namespaces are left alone — a leftover of its
+/// first attempt included — unless the user names the run.
+fn busy_runs(listed: &[PodlifeNamespace], now: Timestamp) -> std::collections::BTreeMap<String, Timestamp> {
+    listed
+        .iter()
+        .filter(|n| !n.terminating)
+        .filter_map(|n| match in_use_until(n) {
+            Some(t) if t > now => Some((n.run.clone(), t)),
+            Some(_) => None,
+            None => Some((n.run.clone(), Timestamp::MAX)),
+        })
+        .fold(Default::default(), |mut m, (run, t)| {
+            let e = m.entry(run).or_insert(t);
+            *e = (*e).max(t);
+            m
+        })
+}
+
+/// One line per run left alone because it may still be in progress.
+fn print_in_progress(
+    out: &mut impl Write,
+    in_progress: &[PodlifeNamespace],
+    busy: &std::collections::BTreeMap<String, Timestamp>,
+) {
+    let runs_in_progress: std::collections::BTreeSet<&String> = in_progress.iter().map(|n| &n.run).collect();
+    for run in runs_in_progress {
+        let n = in_progress.iter().filter(|n| &n.run == run).count();
+        let until = busy
+            .get(run)
+            .filter(|t| **t < Timestamp::MAX)
+            .map_or("an unknown time".to_string(), |t| t.to_string());
+        let _ = writeln!(
+            out,
+            "run {run} may still be in progress (its namespaces may be in use until {until}): its {n} namespace{} left alone; to delete them anyway: podlife clean --run {run} --yes",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+}
+
+/// The namespaces found: name, run, age and case.
+fn print_table(out: &mut impl Write, matching: &[PodlifeNamespace], now: Timestamp) {
+    let _ = writeln!(out, "{:<63}  {:<8}  {:<10}  CASE", "NAMESPACE", "RUN", "AGE");
+    for n in matching {
+        let age = n
+            .created
+            .map(|c| age(now.duration_since(c).as_secs_f64()))
+            .unwrap_or_else(|| "?".into());
+        let case = match (&n.suite, &n.case) {
+            (Some(s), Some(c)) => format!("{s}::{c}"),
+            (None, Some(c)) => c.clone(),
+            _ => String::new(),
+        };
+        let state = if n.terminating { " (terminating)" } else { "" };
+        let _ = writeln!(out, "{:<63}  {:<8}  {:<10}  {case}{state}", n.name, n.run, age);
+    }
+}
+
+/// Deletes the namespaces (UID-checked) all at once, each waited for until the clean's
+/// timeout, and says of each what became of it.
+async fn delete_all(
+    client: &Client,
+    opts: &CleanOptions,
+    matching: Vec<PodlifeNamespace>,
+    out: &mut impl Write,
+    outcome: &mut CleanOutcome,
+) {
     let deadline = crate::util::after_tokio(opts.timeout);
     let deletes = matching.into_iter().map(|n| {
         let api = CaseApi::new(client.clone(), &n.name).bounded(opts.request_timeout, None);
@@ -194,10 +231,4 @@ pub async fn clean(client: &Client, opts: &CleanOptions, out: &mut impl Write) -
             }
         }
     }
-    let _ = writeln!(
-        out,
-        "{} of {count} namespace{plural}{scope} deleted",
-        outcome.deleted.len()
-    );
-    Ok(outcome)
 }

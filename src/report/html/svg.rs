@@ -157,8 +157,10 @@ pub(super) fn timeline(tl: &Timeline, verdicts: &[Verdict]) -> Option<Markup> {
     let lines_top = y;
     let mut stripe = 0usize;
     y = events(&mut l, tl, &sc, &r, y, &mut stripe);
-    y = phases(&mut l, tl, &sc, &r, last, y, &mut stripe);
-    y = statuses(&mut l, tl, &sc, &r, last, y, &mut stripe);
+    let mut pen = Pen { y, stripe };
+    phases(&mut l, tl, &sc, &r, last, &mut pen);
+    statuses(&mut l, tl, &sc, &r, last, &mut pen);
+    let Pen { mut y, mut stripe } = pen;
     for lane in lanes(tl, &r, last) {
         l.body.push(draw_lane(&sc, y, &lane, &mut stripe));
         y += LANE_H;
@@ -306,33 +308,37 @@ fn band(
     }
 }
 
-/// The pod's phase and its deletion.
-#[allow(clippy::too_many_arguments)]
-fn phases(
-    l: &mut Layers,
-    tl: &Timeline,
-    sc: &Scale,
-    r: &impl Fn(Timestamp) -> f64,
-    end: Timestamp,
+/// Where the next lane goes: its top, and the alternating background it takes.
+struct Pen {
     y: f64,
-    stripe: &mut usize,
-) -> f64 {
+    stripe: usize,
+}
+
+/// A lane of bands: its label, the bands (`(from, to, text)` in seconds since the start), and
+/// each band's class and tooltip from its text.
+struct Bands<C, T> {
+    label: &'static str,
+    spans: Vec<(f64, f64, String)>,
+    class: C,
+    title: T,
+}
+
+/// The pod's phase and its deletion, in a lane at the pen, which moves below it.
+fn phases(l: &mut Layers, tl: &Timeline, sc: &Scale, r: &impl Fn(Timestamp) -> f64, end: Timestamp, pen: &mut Pen) {
     let spans = tl
         .phase_spans(end)
         .into_iter()
         .map(|s| (r(s.from), r(s.to), s.value))
         .collect();
-    if !band_lane(
-        l,
-        sc,
-        y,
-        stripe,
-        "pod phase",
+    let y = pen.y;
+    let bands = Bands {
+        label: "pod phase",
         spans,
-        |p| format!("ph ph-{}", p.to_lowercase()),
-        |from, p| format!("phase {p} from +{} (received)", fmt_secs(from)),
-    ) {
-        return y;
+        class: |p: &str| format!("ph ph-{}", p.to_lowercase()),
+        title: |from: f64, p: &str| format!("phase {p} from +{} (received)", fmt_secs(from)),
+    };
+    if !band_lane(l, sc, pen, bands) {
+        return;
     }
     if let Some(d) = tl.deleted {
         let x = sc.x(r(d));
@@ -344,59 +350,41 @@ fn phases(
             text.end-l x=(F(tx)) y=(F(y + LANE_H / 2.0 + 4.0)) text-anchor=(anchor) { (label) }
         });
     }
-    y + LANE_H
 }
 
-/// kubectl's STATUS column, one band per text (same receive-time clock as the phase).
-#[allow(clippy::too_many_arguments)]
-fn statuses(
-    l: &mut Layers,
-    tl: &Timeline,
-    sc: &Scale,
-    r: &impl Fn(Timestamp) -> f64,
-    end: Timestamp,
-    y: f64,
-    stripe: &mut usize,
-) -> f64 {
+/// kubectl's STATUS column, one band per text (same receive-time clock as the phase), in a lane
+/// at the pen, which moves below it.
+fn statuses(l: &mut Layers, tl: &Timeline, sc: &Scale, r: &impl Fn(Timestamp) -> f64, end: Timestamp, pen: &mut Pen) {
     let spans = tl
         .status_spans(end)
         .into_iter()
         .map(|s| (r(s.from), r(s.to), s.value))
         .collect();
-    if !band_lane(
-        l,
-        sc,
-        y,
-        stripe,
-        "STATUS",
+    let bands = Bands {
+        label: "STATUS",
         spans,
-        |s| format!("st st-{}", status_class(s)),
-        |from, s| format!("STATUS {s} from +{} (received)", fmt_secs(from)),
-    ) {
-        return y;
-    }
-    y + LANE_H
+        class: |s: &str| format!("st st-{}", status_class(s)),
+        title: |from: f64, s: &str| format!("STATUS {s} from +{} (received)", fmt_secs(from)),
+    };
+    band_lane(l, sc, pen, bands);
 }
 
-/// A lane of bands (`(from, to, text)` in seconds since the start), labelled; false (nothing
-/// drawn) when there are none.
-#[allow(clippy::too_many_arguments)]
+/// A lane of bands, labelled, at the pen, which moves below it; false (nothing drawn, the pen
+/// unmoved) when there are none.
 fn band_lane(
     l: &mut Layers,
     sc: &Scale,
-    y: f64,
-    stripe: &mut usize,
-    label: &str,
-    spans: Vec<(f64, f64, String)>,
-    class: impl Fn(&str) -> String,
-    title: impl Fn(f64, &str) -> String,
+    pen: &mut Pen,
+    bands: Bands<impl Fn(&str) -> String, impl Fn(f64, &str) -> String>,
 ) -> bool {
-    if spans.is_empty() {
+    if bands.spans.is_empty() {
         return false;
     }
-    l.body.push(lane_bg(y, LANE_H, stripe));
-    l.body.push(lane_label(label, y + LANE_H / 2.0 + 4.0));
-    l.body.push(band(sc, y, &spans, class, title));
+    let y = pen.y;
+    l.body.push(lane_bg(y, LANE_H, &mut pen.stripe));
+    l.body.push(lane_label(bands.label, y + LANE_H / 2.0 + 4.0));
+    l.body.push(band(sc, y, &bands.spans, bands.class, bands.title));
+    pen.y += LANE_H;
     true
 }
 
