@@ -145,9 +145,11 @@ pub fn schema_json() -> String {
 }
 
 /// Reads a timeline from a recording folder or a timeline JSON file (as written by `run`).
-pub fn load_timeline(source: &std::path::Path) -> Result<crate::observe::Timeline, String> {
+pub fn load_timeline(
+    source: &std::path::Path,
+) -> Result<crate::observe::Timeline, crate::run::case::TimelineFileError> {
     if source.is_dir() {
-        let mut rec = crate::observe::Recording::read(source).map_err(|e| e.to_string())?;
+        let mut rec = crate::observe::Recording::read(source)?;
         let mut tl = rec.take_timeline();
         // An attempt cut short live (Ctrl-C, a harness error) observed only part of the pod's
         // life: its timeline says so, and judging it is at most undecided.

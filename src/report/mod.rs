@@ -119,7 +119,7 @@ pub struct PublishOptions<'a> {
 /// upstream count, certification table, kept namespaces). Returns the report error, if any.
 ///
 /// It only reads `summary`; the `&mut` stays so its callers (tests/ included) need no change.
-pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), String> {
+pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(), WriteError> {
     let summary: &RunSummary = summary;
     let dir = opts.dir;
     let mut result = Ok(());
@@ -131,7 +131,7 @@ pub fn publish(opts: PublishOptions<'_>, summary: &mut RunSummary) -> Result<(),
         }
         Err(e) => {
             eprintln!("error: reports: {e}");
-            result = Err(e.to_string());
+            result = Err(e);
         }
     }
     for l in &summary.leftovers {

@@ -29,22 +29,29 @@ pub enum Threshold {
     Seconds(f64),
 }
 
+/// A `--threshold` that is neither a percentage nor a duration.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ThresholdError {
+    #[error("invalid percentage `{0}`: use a finite, non-negative number such as `20%`")]
+    Percent(String),
+    #[error("invalid threshold `{0}`: use e.g. `20%` or `500ms`")]
+    Neither(String),
+}
+
 impl std::str::FromStr for Threshold {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ThresholdError;
+    fn from_str(s: &str) -> Result<Self, ThresholdError> {
         if let Some(p) = s.trim().strip_suffix('%') {
             // `NaN%` parses as a float but compares false with everything: it would silently
             // turn the threshold off. Only a finite, non-negative percentage means something.
             return match p.trim().parse::<f64>() {
                 Ok(v) if v.is_finite() && v >= 0.0 => Ok(Threshold::Percent(v)),
-                _ => Err(format!(
-                    "invalid percentage `{s}`: use a finite, non-negative number such as `20%`"
-                )),
+                _ => Err(ThresholdError::Percent(s.to_string())),
             };
         }
         humantime::parse_duration(s.trim())
             .map(|d| Threshold::Seconds(d.as_secs_f64()))
-            .map_err(|_| format!("invalid threshold `{s}`: use e.g. `20%` or `500ms`"))
+            .map_err(|_| ThresholdError::Neither(s.to_string()))
     }
 }
 
@@ -192,15 +199,33 @@ pub fn noise_of(n: Noise) -> (Option<f64>, &'static str) {
     (m.spread, m.name)
 }
 
+/// A run folder whose summary cannot be read: one line naming the path.
+#[derive(Debug, thiserror::Error)]
+pub enum SummaryError {
+    #[error("{}: {source}", path.display())]
+    Folder { path: PathBuf, source: std::io::Error },
+    #[error("{}: no summary.json (give a run folder such as reports/<runid>)", .0.display())]
+    NoRun(PathBuf),
+    #[error("{}: several runs, pick one: {}", path.display(), runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    SeveralRuns { path: PathBuf, runs: Vec<PathBuf> },
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error("{}: not a podlife summary: {source}", path.display())]
+    NotSummary { path: PathBuf, source: serde_json::Error },
+}
+
 /// Reads `summary.json` from a run folder, or from the only run inside a reports folder.
-pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), String> {
+pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), SummaryError> {
     let file = if path.join("summary.json").is_file() {
         path.join("summary.json")
     } else if path.is_file() {
         path.to_path_buf()
     } else {
         let mut runs: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
+            .map_err(|source| SummaryError::Folder {
+                path: path.to_path_buf(),
+                source,
+            })?
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.join("summary.json").is_file())
@@ -208,25 +233,20 @@ pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), String> {
         runs.sort();
         match runs.as_slice() {
             [one] => one.join("summary.json"),
-            [] => {
-                return Err(format!(
-                    "{}: no summary.json (give a run folder such as reports/<runid>)",
-                    path.display()
-                ));
-            }
-            many => {
-                let names: Vec<_> = many.iter().map(|p| p.display().to_string()).collect();
-                return Err(format!(
-                    "{}: several runs, pick one: {}",
-                    path.display(),
-                    names.join(", ")
-                ));
+            [] => return Err(SummaryError::NoRun(path.to_path_buf())),
+            _ => {
+                return Err(SummaryError::SeveralRuns {
+                    path: path.to_path_buf(),
+                    runs,
+                });
             }
         }
     };
-    let text = crate::files::read_string(&file, crate::files::SUMMARY).map_err(|e| e.to_string())?;
-    let s: RunSummary =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife summary: {e}", file.display()))?;
+    let text = crate::files::read_string(&file, crate::files::SUMMARY)?;
+    let s: RunSummary = serde_json::from_str(&text).map_err(|source| SummaryError::NotSummary {
+        path: file.clone(),
+        source,
+    })?;
     Ok((file, s))
 }
 

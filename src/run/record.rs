@@ -48,7 +48,7 @@ pub struct Recorder {
     /// One file per (container, instance the fetch was for).
     logs: BTreeMap<(String, Option<u32>), BufWriter<File>>,
     /// The first write error: recording stops there and the attempt's recording is marked incomplete.
-    error: Option<String>,
+    error: Option<RecordError>,
     finished: bool,
     /// Bytes written per capped stream, and what the caps dropped (see `RECORD_LIMIT`).
     caps: BTreeMap<Stream, Capped>,
@@ -170,7 +170,10 @@ impl Recorder {
 
     fn fail(&mut self, e: std::io::Error) {
         if self.error.is_none() {
-            self.error = Some(format!("{}: {e}", self.dir.display()));
+            self.error = Some(RecordError {
+                dir: self.dir.clone(),
+                source: e,
+            });
         }
     }
 
@@ -409,7 +412,7 @@ impl Recorder {
     /// of the live run a replay cannot re-derive from the streams), what cleanup did, and the
     /// closing line that marks the recording complete. Returns the folder, or why the recording
     /// is incomplete.
-    pub fn finish(mut self, attempt: &Attempt) -> Result<PathBuf, String> {
+    pub fn finish(mut self, attempt: &Attempt) -> Result<PathBuf, RecordError> {
         self.finished = true;
         match attempt.status {
             AttemptStatus::Error => {
@@ -548,23 +551,42 @@ pub fn write_run_files(
     )
 }
 
+/// A recording that could not be written to the end (its folder and the first write error).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", dir.display())]
+pub struct RecordError {
+    pub dir: PathBuf,
+    pub source: std::io::Error,
+}
+
+/// A file a suite references that the run's kept suites lack.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    #[error("suite {}: `{}` not copied (not a plain relative path)", suite.display(), rel.display())]
+    NotPlain { suite: PathBuf, rel: PathBuf },
+    #[error("copying {}: {source}", src.display())]
+    Io { src: PathBuf, source: std::io::Error },
+}
+
 /// Copies one file a suite references by a plain relative path to the same path under `dest`.
-fn copy_referenced(dest: &Path, suite: &Path, rel: &str, src: &Path) -> Result<(), String> {
+fn copy_referenced(dest: &Path, suite: &Path, rel: &str, src: &Path) -> Result<(), CopyError> {
     let rel = Path::new(rel);
     // Only paths that stay inside suites/ once copied (no absolute paths, no `..`).
     if rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-        return Err(format!(
-            "suite {}: `{}` not copied (not a plain relative path)",
-            suite.display(),
-            rel.display()
-        ));
+        return Err(CopyError::NotPlain {
+            suite: suite.to_path_buf(),
+            rel: rel.to_path_buf(),
+        });
     }
     let to = dest.join(rel);
     to.parent()
         .map_or(Ok(()), std::fs::create_dir_all)
         .and_then(|_| std::fs::copy(src, &to))
         .map(|_| ())
-        .map_err(|e| format!("copying {}: {e}", src.display()))
+        .map_err(|source| CopyError::Io {
+            src: src.to_path_buf(),
+            source,
+        })
 }
 
 /// Copies the suite files a run used (and the manifests they reference by relative path) into
@@ -606,7 +628,7 @@ pub fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String
                 });
             for (rel, src) in manifest.into_iter().chain(objects).chain(elsewhere).chain(steps) {
                 if let Err(w) = copy_referenced(&dest, &s.path, &rel.value, src) {
-                    warnings.push(w);
+                    warnings.push(w.to_string());
                 }
             }
         }

@@ -105,19 +105,40 @@ pub(super) fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
     Some(s.cases.iter().map(|c| c.case_name()).collect())
 }
 
+/// A run folder that cannot be replayed: one line naming the file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayFolderError {
+    #[error(
+        "{}: a symbolic link in a run folder: refused (a run is re-judged only from what it holds)",
+        crate::util::printable(&.0.display().to_string())
+    )]
+    Link(std::path::PathBuf),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error("{}: not a podlife run.json: {source}", path.display())]
+    RunJson {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Recording(#[from] crate::observe::recording::RecordingError),
+}
+
 /// Before replaying a run folder: walk the attempts as the live run did (its `--retries` and
 /// `--repeat` from `recordings/run.json`), and check every recording the selected cases need,
 /// so a damaged one is one clear error before anything runs.
-pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Result<(), String> {
+pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)]) -> Result<(), ReplayFolderError> {
     let Some(dir) = opts.replay.clone() else { return Ok(()) };
     if !is_run_folder(&dir) {
         return Ok(());
     }
     refuse_links(&dir)?;
     let run_json = dir.join("recordings").join("run.json");
-    if let Some(text) = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| e.to_string())? {
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: not a podlife run.json: {e}", run_json.display()))?;
+    if let Some(text) = crate::files::read_string_opt(&run_json, crate::files::SUMMARY)? {
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|source| ReplayFolderError::RunJson {
+            path: run_json.clone(),
+            source,
+        })?;
         if let Some(r) = v.get("retries").and_then(|x| x.as_u64()) {
             opts.retries = u32::try_from(r).unwrap_or(0);
         }
@@ -160,7 +181,7 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
             let mut attempts: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
             attempts.sort();
             for a in attempts {
-                crate::observe::Recording::read(&a).map_err(|e| e.to_string())?;
+                crate::observe::Recording::read(&a)?;
             }
         }
     }
@@ -171,17 +192,14 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
 /// link in it (a recording or stored timeline pointing elsewhere) would be judged and copied
 /// into the new reports as if the run had recorded it, so it is refused, naming the path, as
 /// bundles refuse links. The walk never follows a link, so it ends on any folder.
-pub fn refuse_links(dir: &std::path::Path) -> Result<(), String> {
+pub fn refuse_links(dir: &std::path::Path) -> Result<(), ReplayFolderError> {
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
             let Ok(t) = e.file_type() else { continue };
             if t.is_symlink() {
-                return Err(format!(
-                    "{}: a symbolic link in a run folder: refused (a run is re-judged only from what it holds)",
-                    crate::util::printable(&e.path().display().to_string())
-                ));
+                return Err(ReplayFolderError::Link(e.path()));
             }
             if t.is_dir() {
                 todo.push(e.path());

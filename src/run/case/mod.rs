@@ -24,7 +24,8 @@ mod replay;
 
 use observe::observe_case;
 pub use replay::{
-    incomplete_verdict, judge_timeline_file, objects_verdict, read_timeline_file, replay_case, replay_recording,
+    TimelineFileError, incomplete_verdict, judge_timeline_file, objects_verdict, read_timeline_file, replay_case,
+    replay_recording,
 };
 
 /// Shared state of a run that cases need.

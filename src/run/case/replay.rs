@@ -282,19 +282,40 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
     Some(judge::case_changed(problem))
 }
 
+/// A timeline file that cannot be read, or a recording folder whose timeline cannot: one line
+/// naming the file (and the field).
+#[derive(Debug, thiserror::Error)]
+pub enum TimelineFileError {
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    #[error(transparent)]
+    Recording(#[from] crate::observe::recording::RecordingError),
+    #[error("{}: not a podlife timeline: {source}", path.display())]
+    NotTimeline {
+        path: std::path::PathBuf,
+        source: serde_json::Error,
+    },
+    #[error(
+        "{}: format: timeline format {found} is not supported by this podlife (reads format {})",
+        path.display(),
+        crate::observe::timeline::TIMELINE_FORMAT
+    )]
+    Format { path: std::path::PathBuf, found: u32 },
+}
+
 /// Reads a timeline JSON as `run` writes it, refusing a format this podlife does not read (one
 /// line naming the file and the field).
-pub fn read_timeline_file(path: &Path) -> Result<Timeline, String> {
-    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| e.to_string())?;
-    let tl = serde_json::from_str::<Timeline>(&text)
-        .map_err(|e| format!("{}: not a podlife timeline: {e}", path.display()))?;
+pub fn read_timeline_file(path: &Path) -> Result<Timeline, TimelineFileError> {
+    let text = crate::files::read_string(path, crate::files::TIMELINE)?;
+    let tl = serde_json::from_str::<Timeline>(&text).map_err(|source| TimelineFileError::NotTimeline {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
-        return Err(format!(
-            "{}: format: timeline format {} is not supported by this podlife (reads format {})",
-            path.display(),
-            tl.format,
-            crate::observe::timeline::TIMELINE_FORMAT
-        ));
+        return Err(TimelineFileError::Format {
+            path: path.to_path_buf(),
+            found: tl.format,
+        });
     }
     Ok(tl)
 }
@@ -323,7 +344,7 @@ pub fn judge_timeline_file(case: &LoadedCase, path: &Path, recorded: Option<&Att
     let t0 = Instant::now();
     let mut tl = match read_timeline_file(path) {
         Ok(tl) => tl,
-        Err(e) => return errored(e, started, t0, None),
+        Err(e) => return errored(e.to_string(), started, t0, None),
     };
     match recorded.map(|a| a.status) {
         Some(AttemptStatus::Interrupted) => {
