@@ -21,13 +21,13 @@ const MIB: u64 = 1024 * 1024;
 
 /// A suite is written by hand (the largest built-in one is 29 KiB); 4 MiB leaves room for
 /// generated suites while keeping `validate` instant.
-pub const SUITE: Limit = Limit {
+pub(crate) const SUITE: Limit = Limit {
     what: "suite file",
     bytes: 4 * MIB,
 };
 /// The API server refuses a request above etcd's default 1.5 MiB (`--max-request-bytes`), so a
 /// larger pod manifest could never be created anyway.
-pub const MANIFEST: Limit = Limit {
+pub(crate) const MANIFEST: Limit = Limit {
     what: "pod manifest",
     bytes: 2 * MIB,
 };
@@ -35,19 +35,19 @@ pub const MANIFEST: Limit = Limit {
 /// most 32 MiB of log text per container instance (`MAX_LOG_BYTES_PER_INSTANCE`); JSON escaping
 /// and receive times can grow that several times, and a pod watch of a long case holds a few
 /// thousand pod objects of a few KiB each. 256 MiB covers both with room.
-pub const RECORDING: Limit = Limit {
+pub(crate) const RECORDING: Limit = Limit {
     what: "recording file",
     bytes: 256 * MIB,
 };
 /// A stored timeline holds the same evidence as a recording, once: the same bound.
-pub const TIMELINE: Limit = Limit {
+pub(crate) const TIMELINE: Limit = Limit {
     what: "timeline",
     bytes: 256 * MIB,
 };
 /// `summary.json`, `run.json`, `cluster-info.json`, `BUNDLE.json`: a summary of a full run with
 /// its verdicts and timings is under 1 MiB (the largest live run: 0.85 MiB); 64 MiB allows
 /// thousands of cases with `--repeat`.
-pub const SUMMARY: Limit = Limit {
+pub(crate) const SUMMARY: Limit = Limit {
     what: "run summary",
     bytes: 64 * MIB,
 };
@@ -58,7 +58,7 @@ pub const BUNDLE: Limit = Limit {
     bytes: 4 * 1024 * MIB,
 };
 /// Small text lists shipped with podlife (the upstream conformance list: a few KiB).
-pub const LIST: Limit = Limit {
+pub(crate) const LIST: Limit = Limit {
     what: "list file",
     bytes: 4 * MIB,
 };
@@ -93,7 +93,7 @@ impl FileError {
     }
 
     /// The file does not exist (callers for whom an absent file is normal test this).
-    pub fn is_not_found(&self) -> bool {
+    pub(crate) fn is_not_found(&self) -> bool {
         matches!(&self.problem, Problem::Io(e) if e.kind() == std::io::ErrorKind::NotFound)
     }
 }
@@ -146,7 +146,7 @@ pub fn open(path: &Path, limit: Limit) -> Result<std::io::Take<std::fs::File>, F
 }
 
 /// Reads a regular file of at most `limit` bytes.
-pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
+pub(crate) fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
     let mut reader = open(path, limit)?;
     let mut buf = vec![];
     reader
@@ -162,7 +162,7 @@ pub fn read_bytes(path: &Path, limit: Limit) -> Result<Vec<u8>, FileError> {
 
 /// Reads a regular UTF-8 text file of at most `limit` bytes. A leading UTF-8 byte order mark
 /// (which some Windows editors add) is not part of the text and is dropped.
-pub fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
+pub(crate) fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
     let mut bytes = read_bytes(path, limit)?;
     if bytes.starts_with(b"\xEF\xBB\xBF") {
         bytes.drain(..3);
@@ -174,7 +174,7 @@ pub fn read_string(path: &Path, limit: Limit) -> Result<String, FileError> {
 /// bytes, reading it a line at a time: a recording's watch stream can hold hundreds of MiB, and
 /// holding its whole text beside what is parsed from it doubles the memory for nothing. A
 /// leading byte order mark is dropped, as in `read_string`. `f`'s error stops the reading.
-pub fn for_each_line<E: From<FileError>>(
+pub(crate) fn for_each_line<E: From<FileError>>(
     path: &Path,
     limit: Limit,
     mut f: impl FnMut(usize, &str) -> Result<(), E>,
@@ -217,7 +217,7 @@ pub fn for_each_line<E: From<FileError>>(
 
 /// Like `read_string`, but an absent file is `Ok(None)` (a FIFO, a device or an over-long
 /// file is still an error, never taken for "absent").
-pub fn read_string_opt(path: &Path, limit: Limit) -> Result<Option<String>, FileError> {
+pub(crate) fn read_string_opt(path: &Path, limit: Limit) -> Result<Option<String>, FileError> {
     match read_string(path, limit) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.is_not_found() => Ok(None),
@@ -227,7 +227,7 @@ pub fn read_string_opt(path: &Path, limit: Limit) -> Result<Option<String>, File
 
 /// Whether `path` lies inside `root` once symlinks are resolved (both must exist). Used where
 /// a file named by data (a recording's index) must not lead podlife out of its folder.
-pub fn is_within(root: &Path, path: &Path) -> bool {
+pub(crate) fn is_within(root: &Path, path: &Path) -> bool {
     match (root.canonicalize(), path.canonicalize()) {
         (Ok(r), Ok(p)) => p.starts_with(r),
         _ => false,

@@ -3,7 +3,7 @@
 
 /// A libtest-style filter as given on the command line.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Filter<'a> {
+pub(crate) struct Filter<'a> {
     pub filter: Option<&'a str>,
     pub exact: bool,
     pub skip: &'a [String],
@@ -28,7 +28,7 @@ impl Filter<'_> {
     /// an `--each-node` run are known: a name of a node copy is `suite::case@node`, so a filter
     /// with an `@` selects the case when its part before the `@` ends (or, exact, is) its name.
     /// Case and suite names never contain `@`.
-    pub fn could_select(&self, plain: &str) -> bool {
+    pub(crate) fn could_select(&self, plain: &str) -> bool {
         let included = match self.filter {
             None => true,
             Some(f) => match f.rsplit_once('@') {

@@ -3,7 +3,7 @@
 pub mod backoff;
 
 /// Formats seconds compactly: `4.832s`, `-0.162s`, `14s`, `312ms`.
-pub fn fmt_secs(s: f64) -> String {
+pub(crate) fn fmt_secs(s: f64) -> String {
     if s.abs() < 1.0 && s != 0.0 {
         let ms = s * 1000.0;
         if (ms - ms.round()).abs() < 1e-6 {
@@ -51,7 +51,7 @@ const FAR_FUTURE: std::time::Duration = std::time::Duration::from_secs(30 * 365 
 /// `at + d`, saturating at 30 years ahead instead of panicking on overflow, so no duration
 /// from a suite or a flag (`timeout: 500000000000y`) can panic the runner's deadline arithmetic.
 /// A Kubernetes CPU quantity in cores: `2`, `1.5`, `2500m`.
-pub fn cpu_cores(q: &str) -> Option<f64> {
+pub(crate) fn cpu_cores(q: &str) -> Option<f64> {
     let q = q.trim();
     let v = match q.strip_suffix('m') {
         Some(milli) => milli.parse::<f64>().ok()? / 1000.0,
@@ -72,7 +72,7 @@ pub fn after(d: std::time::Duration) -> std::time::Instant {
 }
 
 /// `tokio::time::Instant::now() + d`, saturating (see `add`).
-pub fn after_tokio(d: std::time::Duration) -> tokio::time::Instant {
+pub(crate) fn after_tokio(d: std::time::Duration) -> tokio::time::Instant {
     tokio::time::Instant::from_std(after(d))
 }
 
@@ -94,7 +94,7 @@ static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// head -1` exited 101). Once the reader is gone (`BrokenPipe`) the rest of the output is
 /// dropped quietly and the command finishes as it would have — a run still cleans up and keeps
 /// its exit code; another write error is reported once on stderr.
-pub fn emit(args: std::fmt::Arguments) {
+pub(crate) fn emit(args: std::fmt::Arguments) {
     use std::io::Write;
     use std::sync::atomic::Ordering;
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
@@ -133,21 +133,21 @@ macro_rules! outln {
 static PATH_ALIASES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
 
 /// From now on, `printable` (and `relabel`) write `label:` for `prefix/`.
-pub fn add_path_alias(prefix: &std::path::Path, label: &str) {
+pub(crate) fn add_path_alias(prefix: &std::path::Path, label: &str) {
     let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
     a.push((format!("{}/", prefix.display()), format!("{label}:")));
     a.push((prefix.display().to_string(), label.to_string()));
 }
 
 /// Forgets the aliases of `prefix` (its folder was removed).
-pub fn remove_path_alias(prefix: &std::path::Path) {
+pub(crate) fn remove_path_alias(prefix: &std::path::Path) {
     let p = prefix.display().to_string();
     let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
     a.retain(|(k, _)| k.trim_end_matches('/') != p);
 }
 
 /// The folders registered with `add_path_alias` (to remove them on an exit at once).
-pub fn aliased_paths() -> Vec<std::path::PathBuf> {
+pub(crate) fn aliased_paths() -> Vec<std::path::PathBuf> {
     let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
     a.iter()
         .filter(|(k, _)| !k.ends_with('/'))
@@ -156,7 +156,7 @@ pub fn aliased_paths() -> Vec<std::path::PathBuf> {
 }
 
 /// `text` with every registered temporary folder replaced by the bundle it was unpacked from.
-pub fn relabel(text: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn relabel(text: &str) -> std::borrow::Cow<'_, str> {
     let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
     if !a.iter().any(|(k, _)| text.contains(k.as_str())) {
         return std::borrow::Cow::Borrowed(text);
@@ -181,7 +181,7 @@ fn unprintable(c: char) -> bool {
 /// made safe to print: every control or bidi character becomes a visible `\u{..}` escape
 /// (`\n` and `\t` too, so one item stays one line), and a temporary bundle folder is named by
 /// its bundle. Every print of file-derived text goes through here.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     let text = relabel(text);
     if !text.chars().any(unprintable) {
         return text.into_owned();
@@ -198,12 +198,12 @@ pub fn printable(text: &str) -> String {
 }
 
 /// Like `printable`, but keeps line breaks (multi-line reports: tables, verdict lists).
-pub fn printable_lines(text: &str) -> String {
+pub(crate) fn printable_lines(text: &str) -> String {
     text.split('\n').map(printable).collect::<Vec<_>>().join("\n")
 }
 
 /// Prints `error: <message>` on stderr, made printable (see `printable`).
-pub fn print_error(message: impl std::fmt::Display) {
+pub(crate) fn print_error(message: impl std::fmt::Display) {
     eprintln!("error: {}", printable(&message.to_string()));
 }
 
@@ -255,7 +255,7 @@ pub fn hms(t: jiff::Timestamp) -> String {
 
 /// FNV-1a: a stable hash (unlike std's hasher), so a digest means the same in every run, with
 /// every Rust version, on every platform.
-pub fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);

@@ -12,7 +12,7 @@ use crate::run::defaults;
     version,
     about = "Certify how a Kubernetes node runs pods through their lifecycle"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
@@ -274,7 +274,7 @@ impl ImagesArgs {
 
 /// A command-line value that does not parse; clap prints it after the option's name.
 #[derive(Debug, thiserror::Error)]
-pub enum ArgError {
+pub(crate) enum ArgError {
     #[error("expected NAME=REFERENCE, got `{0}`")]
     Image(String),
     #[error("invalid duration `{given}`: {source}")]

@@ -62,7 +62,7 @@ pub fn main() -> ExitCode {
 }
 
 /// Loads suites or prints every problem (one line each) and returns exit code 2.
-pub fn load_or_report(paths: &[PathBuf]) -> Result<Vec<Suite>, ExitCode> {
+pub(crate) fn load_or_report(paths: &[PathBuf]) -> Result<Vec<Suite>, ExitCode> {
     suite::load_suites(paths).map_err(|errors| {
         for e in &errors {
             eprintln!("{}", crate::util::printable(&e.to_string()));
@@ -139,13 +139,13 @@ fn plural(n: usize) -> &'static str {
 }
 
 /// The JSON Schema of the suite format, pretty-printed.
-pub fn schema_json() -> String {
+pub(crate) fn schema_json() -> String {
     let schema = schemars::schema_for!(crate::suite::SuiteFile);
     serde_json::to_string_pretty(&schema).expect("a schema always serializes")
 }
 
 /// Reads a timeline from a recording folder or a timeline JSON file (as written by `run`).
-pub fn load_timeline(
+pub(crate) fn load_timeline(
     source: &std::path::Path,
 ) -> Result<crate::observe::Timeline, crate::run::case::TimelineFileError> {
     if source.is_dir() {

@@ -16,14 +16,22 @@ impl CaseApi {
     /// Server-side apply of the pod as an untyped object, so fields newer than our
     /// k8s-openapi are sent as written. Idempotent, so it waits up to `outage_budget` for an
     /// unavailable API.
-    pub async fn apply_pod(&self, pod: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
+    pub(crate) async fn apply_pod(
+        &self,
+        pod: &serde_json::Value,
+        outage_budget: Duration,
+    ) -> Result<String, ClusterError> {
         self.apply_namespaced("Pod", pod, outage_budget).await
     }
 
     /// Server-side apply of an auxiliary object (a core/v1 ConfigMap, Secret or Service, as
     /// validated by the suite loader) into the case namespace, the same way as the pod: created
     /// in our namespace only, so deleting the namespace deletes it. Returns its name.
-    pub async fn apply_object(&self, obj: &serde_json::Value, outage_budget: Duration) -> Result<String, ClusterError> {
+    pub(crate) async fn apply_object(
+        &self,
+        obj: &serde_json::Value,
+        outage_budget: Duration,
+    ) -> Result<String, ClusterError> {
         let kind = obj.get("kind").and_then(|v| v.as_str()).unwrap_or_default().to_string();
         self.apply_namespaced(&kind, obj, outage_budget).await
     }
@@ -57,7 +65,7 @@ impl CaseApi {
     /// Strategic-merge-patches the pod: maps merge key by key, containers merge by name. The same
     /// patch twice is the same pod, so it is retried while the API is unavailable, within
     /// `outage_budget`.
-    pub async fn patch_pod(
+    pub(crate) async fn patch_pod(
         &self,
         name: &str,
         patch: &serde_json::Value,
@@ -78,7 +86,7 @@ impl CaseApi {
     /// subresource: a strategic merge patch (containers merge by name, as `kubectl debug` sends
     /// it), or `update`: the subresource read, the container appended, the list replaced (a PUT
     /// that carries the resourceVersion read, so a concurrent change is a 409, not lost).
-    pub async fn add_ephemeral(
+    pub(crate) async fn add_ephemeral(
         &self,
         name: &str,
         container: &serde_json::Value,
@@ -172,7 +180,7 @@ impl CaseApi {
     /// the pod back with the resourceVersion read; a 409 (the pod changed between our read and
     /// our PUT: the kubelet writes its status meanwhile) reads again, a few times, so the
     /// resize is never written over someone else's change.
-    pub async fn resize_pod(
+    pub(crate) async fn resize_pod(
         &self,
         name: &str,
         via: crate::suite::ResizeVia,
@@ -256,7 +264,12 @@ impl CaseApi {
     /// Deletes an auxiliary object of the case namespace (an `object: {delete}` step; the loader
     /// lets it name only an object this case created). Retried while the API is unavailable,
     /// within `outage_budget`: a DELETE sent again finds the object gone (404, done).
-    pub async fn delete_object(&self, kind: &str, name: &str, outage_budget: Duration) -> Result<(), ClusterError> {
+    pub(crate) async fn delete_object(
+        &self,
+        kind: &str,
+        name: &str,
+        outage_budget: Duration,
+    ) -> Result<(), ClusterError> {
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", kind));
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.namespace, &ar);
         let what = format!("delete {} {}/{name}", kind.to_lowercase(), self.namespace);

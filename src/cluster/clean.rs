@@ -44,7 +44,7 @@ pub struct CleanOutcome {
 /// How long a namespace of an older podlife (without the `podlife.dev/in-use-until` annotation)
 /// is taken for one of a run in progress: such runs cannot say how long they last, and the
 /// longest built-in case with its outage budget and cleanup stays well under this.
-pub const UNANNOTATED_IN_USE: Duration = Duration::from_secs(3600);
+pub(crate) const UNANNOTATED_IN_USE: Duration = Duration::from_secs(3600);
 
 /// Until when `n` may still be used by its run: its annotation, else its creation time plus
 /// `UNANNOTATED_IN_USE` (None: unknown age, taken as in use).

@@ -170,7 +170,7 @@ impl Cluster {
     /// Checks the current user may do each `(verb, resource, subresource)`; the error lists
     /// everything missing. The preflight checks what every case needs; a run checks what its
     /// selected cases need beyond that (auxiliary objects) before any case starts.
-    pub async fn check_permissions(&self, needed: &[(&str, &str, Option<&str>)]) -> Result<(), ClusterError> {
+    pub(crate) async fn check_permissions(&self, needed: &[(&str, &str, Option<&str>)]) -> Result<(), ClusterError> {
         let mut missing = vec![];
         for (verb, resource, sub) in needed {
             if !self.can(verb, resource, *sub).await? {
@@ -191,7 +191,7 @@ impl Cluster {
 
     /// Checks what `--node`, `--node-selector` and `--runtime-class` name exists, narrows the
     /// fingerprint to the targeted nodes and records the RuntimeClass handler.
-    pub async fn check_target(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
+    pub(crate) async fn check_target(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
         if let Some(rc) = &target.runtime_class {
             let api: Api<k8s_openapi::api::node::v1::RuntimeClass> = Api::all(self.client.clone());
             match api.get(rc).await {
@@ -247,7 +247,7 @@ impl Cluster {
     /// matching `--node-selector` (all nodes without one) that is Ready, not cordoned and has no
     /// NoSchedule/NoExecute taint; the fingerprint lists exactly those, and `node_target` says
     /// which were left out and why.
-    pub async fn select_fleet(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
+    pub(crate) async fn select_fleet(&self, fp: &mut Fingerprint, target: &Target) -> Result<(), ClusterError> {
         let mut lp = ListParams::default();
         let sel: Vec<String> = target.node_selector.iter().map(|(k, v)| format!("{k}={v}")).collect();
         if !sel.is_empty() {

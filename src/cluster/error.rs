@@ -40,7 +40,7 @@ impl From<crate::util::backoff::RetryEnd<ClusterError>> for ClusterError {
 impl ClusterError {
     /// Whether trying again later may succeed (the API server is restarting, overloaded or
     /// unreachable), as opposed to an answer that will not change.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         matches!(self, ClusterError::Unavailable { .. })
     }
 }

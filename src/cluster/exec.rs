@@ -221,7 +221,7 @@ impl CaseApi {
     /// (the API server streams from the kubelet), bounded by `timeout`: the bytes as received
     /// are the result's stdout. Like `exec`, whatever goes wrong is in the result's `error`
     /// with what was received until then; only cancellation is an `Err`.
-    pub async fn fetch_log(
+    pub(crate) async fn fetch_log(
         &self,
         pod: &str,
         container: &str,

@@ -39,29 +39,29 @@ use kube::api::{Api, DeleteParams, PostParams};
 use crate::util::backoff::{Backoff, Pauses};
 
 /// Label every podlife namespace carries: the run id.
-pub const RUN_LABEL: &str = "podlife.dev/run";
-pub const CASE_LABEL: &str = "podlife.dev/case";
-pub const SUITE_LABEL: &str = "podlife.dev/suite";
+pub(crate) const RUN_LABEL: &str = "podlife.dev/run";
+pub(crate) const CASE_LABEL: &str = "podlife.dev/case";
+pub(crate) const SUITE_LABEL: &str = "podlife.dev/suite";
 /// The node an `--each-node` copy of a case was pinned to (when the name fits a label value).
-pub const NODE_LABEL: &str = "podlife.dev/node";
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+pub(crate) const NODE_LABEL: &str = "podlife.dev/node";
+pub(crate) const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// Annotation on every namespace a run creates: the latest instant (RFC 3339) its attempt can
 /// still be using it, from the case's bounds (timeout, outage budget, settle, cleanup). Until
 /// then `podlife clean` takes the run for one in progress and leaves it alone unless named.
-pub const IN_USE_UNTIL: &str = "podlife.dev/in-use-until";
-pub const FIELD_MANAGER: &str = crate::observe::observer::OUR_FIELD_MANAGER;
+pub(crate) const IN_USE_UNTIL: &str = "podlife.dev/in-use-until";
+pub(crate) const FIELD_MANAGER: &str = crate::observe::observer::OUR_FIELD_MANAGER;
 /// The well-known label the kubelet sets to its hostname; `--each-node` pins pods with it.
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// How long one ordinary request (create, apply, patch, delete, get) may take by default before
 /// podlife gives up on it: far above a healthy apiserver's latency (milliseconds), well below a
 /// case timeout. `--request-timeout` overrides it.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The API calls one case makes, counted (watches and log streams separately), each bounded in
 /// time and raced against the run's cancellation.
 #[derive(Clone)]
-pub struct CaseApi {
+pub(crate) struct CaseApi {
     pub client: Client,
     pub namespace: String,
     requests: Arc<AtomicU64>,
@@ -88,7 +88,7 @@ impl CaseApi {
     }
 
     /// When the latest request was sent (see `last_sent`).
-    pub fn last_sent(&self) -> Option<jiff::Timestamp> {
+    pub(crate) fn last_sent(&self) -> Option<jiff::Timestamp> {
         *self.last_sent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -110,7 +110,7 @@ impl CaseApi {
 
     /// The same case's requests in another namespace it owns (`secondNamespace:`): bounded and
     /// cancelled alike, counted with the case's own.
-    pub fn in_namespace(&self, namespace: &str) -> Self {
+    pub(crate) fn in_namespace(&self, namespace: &str) -> Self {
         CaseApi {
             namespace: namespace.to_string(),
             ..self.clone()
@@ -200,7 +200,7 @@ impl CaseApi {
     /// `outage_budget` for an unavailable API. A name that already exists is an error — the
     /// namespace is not ours and is never deleted — unless it carries this run's label and case
     /// (our own earlier try whose answer was lost in an outage), which is adopted.
-    pub async fn create_namespace(
+    pub(crate) async fn create_namespace(
         &self,
         run_id: &str,
         suite: &str,
@@ -263,7 +263,7 @@ impl CaseApi {
     /// account", as when the controller-manager was down in an outage) and its `kube-root-ca.crt`
     /// ConfigMap too (else the pod's token volume waits in ContainerCreating). Polled, within
     /// `budget`, abandoned on cancellation.
-    pub async fn wait_namespace_ready(&self, budget: Duration) -> Result<(), ClusterError> {
+    pub(crate) async fn wait_namespace_ready(&self, budget: Duration) -> Result<(), ClusterError> {
         let give_up = crate::util::after_tokio(budget);
         let sa = Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace);
         let cm = Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace);
@@ -324,7 +324,7 @@ impl CaseApi {
     /// Deletes the pod, optionally overriding the grace period. Retried while the API is
     /// unavailable, within `outage_budget`: a DELETE whose answer was lost and that is sent again
     /// finds the pod terminating (same grace, or the shorter) or gone (404, done).
-    pub async fn delete_pod(
+    pub(crate) async fn delete_pod(
         &self,
         name: &str,
         grace: Option<i64>,
@@ -349,7 +349,7 @@ impl CaseApi {
     }
 
     /// Reads the pod once (no retry: a closing read that fails only leaves the gaps as they are).
-    pub async fn read_pod(&self, name: &str) -> Result<Pod, ClusterError> {
+    pub(crate) async fn read_pod(&self, name: &str) -> Result<Pod, ClusterError> {
         let what = format!("read pod {}/{name}", self.namespace);
         let pods = self.pods();
         self.call(&what, None, true, pods.get(name)).await
@@ -360,7 +360,7 @@ impl CaseApi {
     /// namespace controller deletes pods with their own grace period, so a container that
     /// ignores SIGTERM would keep its namespace 30 s (the default grace) after nothing observes
     /// it any more. Best effort: the namespace DELETE follows whatever this answers.
-    pub async fn stop_pods_now(&self) {
+    pub(crate) async fn stop_pods_now(&self) {
         let pods = Api::<Pod>::namespaced(self.client.clone(), &self.namespace);
         let dp = DeleteParams {
             grace_period_seconds: Some(1),
@@ -383,7 +383,7 @@ impl CaseApi {
     /// `wait`, if longer): an API server restart must not leave the namespace behind. Once the
     /// DELETE is accepted, waiting for the namespace to go ends by `wait` (zero: no wait). Returns false when the
     /// namespace is still there at the end.
-    pub async fn delete_namespace(
+    pub(crate) async fn delete_namespace(
         &self,
         uid: &str,
         wait: Duration,
@@ -441,7 +441,7 @@ impl CaseApi {
     /// Waits until the namespace (by UID) is gone, by `deadline`: true when it went. A watch
     /// (which resumes by itself), restarted after an error until the deadline, so an API blip
     /// during the wait does not end it.
-    pub async fn wait_namespace_gone(
+    pub(crate) async fn wait_namespace_gone(
         &self,
         uid: &str,
         deadline: tokio::time::Instant,

@@ -59,7 +59,7 @@ impl Target {
     /// by the node's `kubernetes.io/hostname` label (found among `nodes`, the preflight's), so the
     /// pod gets its `Scheduled` event, its unscheduled `Pending` and the capacity check. A node
     /// without that label (or not listed) keeps `spec.nodeName`.
-    pub fn through_scheduler(&self, nodes: &[NodeInfo]) -> Target {
+    pub(crate) fn through_scheduler(&self, nodes: &[NodeInfo]) -> Target {
         let Some(name) = &self.node else { return self.clone() };
         match nodes.iter().find(|n| &n.name == name) {
             Some(n) if n.hostname.is_some() => Target {

@@ -42,7 +42,7 @@ impl CaseApi {
     /// handling of a spec change bumps it; the kubelet's status writes never do). Anything else
     /// stops the step with its cause in the record (`error`), which leaves its expectations
     /// undecided. Only an interrupt is an `Err`.
-    pub async fn update_pod(
+    pub(crate) async fn update_pod(
         &self,
         name: &str,
         step: &UpdateStep,
@@ -90,7 +90,11 @@ impl CaseApi {
 
     /// One round; `Some(sent)` when our PUT was answered (sent then), `None` when a read showed a
     /// PUT whose answer was lost had taken effect.
-    async fn update_once(&self, round: &Round<'_>, r: &mut UpdateResult) -> Result<Option<jiff::Timestamp>, ClusterError> {
+    async fn update_once(
+        &self,
+        round: &Round<'_>,
+        r: &mut UpdateResult,
+    ) -> Result<Option<jiff::Timestamp>, ClusterError> {
         let Round {
             api,
             name,

@@ -26,7 +26,7 @@ const SECOND: SignedDuration = SignedDuration::from_secs(1);
 const ZERO: SignedDuration = SignedDuration::ZERO;
 
 /// The instances a selector picks, in order.
-pub fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
+pub(crate) fn select_instances<'a>(tl: &'a Timeline, container: &'a str, sel: InstanceSel) -> Vec<&'a Instance> {
     let all: Vec<&Instance> = tl.instances_of(container).collect();
     match sel {
         // `each` is replaced by a number before resolving (see `for_instance`).
@@ -65,7 +65,7 @@ pub fn resolve(spec: &MarkSpec, tl: &Timeline) -> Result<Hit, Unresolved> {
 
 /// Gaps of the source a mark is read from that start before `before` (`None`: any): where an
 /// occurrence of the mark could hide.
-pub fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timestamp>) -> Vec<&'a Gap> {
+pub(crate) fn hiding_gaps<'a>(spec: &MarkSpec, tl: &'a Timeline, before: Option<Timestamp>) -> Vec<&'a Gap> {
     let early = |g: &&Gap| before.is_none_or(|t| g.starts_before(t));
     match spec {
         MarkSpec::Event(_) => tl.event_gaps().filter(early).collect(),
@@ -727,7 +727,7 @@ fn pick(o: Occurrence, items: &[Timestamp]) -> Option<Timestamp> {
 }
 
 /// The mark with `instance: each` replaced by instance `n` (for a gap's `forEachInstance`).
-pub fn for_instance(spec: &MarkSpec, n: u32) -> MarkSpec {
+pub(crate) fn for_instance(spec: &MarkSpec, n: u32) -> MarkSpec {
     let mut spec = spec.clone();
     let fix = |i: &mut InstanceSel| {
         if *i == InstanceSel::Each {
@@ -749,7 +749,7 @@ pub fn for_instance(spec: &MarkSpec, n: u32) -> MarkSpec {
 /// Every occurrence of a mark, in time order: a mark with an `occurrence` yields each one, a
 /// mark on `any` instance each instance's. `never` needs them all (the first occurrence may lie
 /// outside the window while a later one lies inside).
-pub fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
+pub(crate) fn resolve_all(spec: &MarkSpec, tl: &Timeline) -> Vec<Hit> {
     // Bounded: a timeline holds far fewer occurrences of anything than this.
     const MAX: u32 = 100_000;
     let with_occurrence = |set: &dyn Fn(&mut MarkSpec, Occurrence)| -> Vec<Hit> {

@@ -76,7 +76,7 @@ struct End {
 }
 
 /// The probe period (longest `periodSeconds` of its probes) of a container, if it has probes.
-pub type ProbePeriods<'a> = &'a dyn Fn(&str) -> Option<f64>;
+pub(crate) type ProbePeriods<'a> = &'a dyn Fn(&str) -> Option<f64>;
 
 fn end(spec: &MarkSpec, probes: ProbePeriods, any_probe: Option<f64>, resolution: Option<f64>) -> End {
     let status = |r: Option<f64>| (r.unwrap_or(1.0), Some("whole-second status time"));
@@ -133,7 +133,7 @@ fn lookup(case: &Case, r: &MarkRef) -> Option<MarkSpec> {
 }
 
 /// A gap's bounds and ideal: `(min, max, ideal)`.
-pub fn gap_bounds(g: &GapExpect) -> (Option<f64>, Option<f64>, Option<f64>) {
+pub(crate) fn gap_bounds(g: &GapExpect) -> (Option<f64>, Option<f64>, Option<f64>) {
     match (g.target, g.tolerance) {
         (Some(t), tol) => {
             let (t, tol) = (t.as_secs_f64(), tol.map_or(0.0, |d| d.as_secs_f64()));
@@ -146,7 +146,7 @@ pub fn gap_bounds(g: &GapExpect) -> (Option<f64>, Option<f64>, Option<f64>) {
 /// Describes a gap. `resolution` gives each end's measured resolution (the resolved marks'
 /// precision) when known; without it (reports written before podlife recorded this) status
 /// marks count as whole seconds and everything else as exact.
-pub fn gap_info(
+pub(crate) fn gap_info(
     case: &Case,
     g: &GapExpect,
     resolution: Option<(f64, f64)>,
@@ -263,7 +263,7 @@ fn gap_noise(from: &MarkSpec, to: &MarkSpec, same_process: bool, min: Option<f64
 
 /// Describes the `i`-th back-off interval judged against `(lo, hi)`; `slack` is the
 /// measurement's own resolution on each side (1 s for status times, 0 for log lines).
-pub fn backoff_info(lo: Option<f64>, hi: Option<f64>, slack: f64) -> MeasureInfo {
+pub(crate) fn backoff_info(lo: Option<f64>, hi: Option<f64>, slack: f64) -> MeasureInfo {
     // A restart that waits out a back-off step happens at a pod sync after it; an immediate
     // restart (no lower bound above 0) is a plain kubelet reaction.
     let waits = lo.is_some_and(|l| l > 0.0);
@@ -290,7 +290,7 @@ pub fn backoff_info(lo: Option<f64>, hi: Option<f64>, slack: f64) -> MeasureInfo
 
 /// The longest `periodSeconds` of a container's probes in a pod manifest (Kubernetes defaults
 /// it to 10 s), or None when it has no probe.
-pub fn probe_period_in(pod: &serde_json::Value, container: &str) -> Option<f64> {
+pub(crate) fn probe_period_in(pod: &serde_json::Value, container: &str) -> Option<f64> {
     let spec = pod.get("spec")?;
     let all = ["initContainers", "containers"]
         .iter()
@@ -307,7 +307,7 @@ pub fn probe_period_in(pod: &serde_json::Value, container: &str) -> Option<f64> 
 }
 
 /// The longest probe period of any container of a pod manifest.
-pub fn any_probe_period_in(pod: &serde_json::Value) -> Option<f64> {
+pub(crate) fn any_probe_period_in(pod: &serde_json::Value) -> Option<f64> {
     let spec = pod.get("spec")?;
     ["initContainers", "containers"]
         .iter()
@@ -350,7 +350,7 @@ fn label_readings(label: &str) -> Vec<Labelled<'_>> {
 /// (no timeline): used for reports written before verdicts carried `measures`. `label` is the
 /// report's label of the value (`gap \`term\`→\`kill\``, `backoff \`main\` (...)`): when the
 /// expectation at that place measures something else now, there is no description.
-pub fn static_info(
+pub(crate) fn static_info(
     case: &Case,
     pod: &serde_json::Value,
     index: usize,

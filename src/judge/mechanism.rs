@@ -22,7 +22,7 @@ pub struct Mechanism {
 }
 
 /// Every mechanism, once.
-pub const MECHANISMS: &[Mechanism] = &[
+pub(crate) const MECHANISMS: &[Mechanism] = &[
     Mechanism {
         noise: Noise::Process,
         name: "process scheduling",

@@ -156,7 +156,7 @@ fn subject(e: &Expectation) -> String {
 
 /// Why a mark reference has no hit: it names no mark, or the mark has not (yet) occurred.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum MarkError {
+pub(crate) enum MarkError {
     /// Neither the case nor the built-in marks define the name.
     #[error("undefined mark `{0}`")]
     Undefined(String),
@@ -287,7 +287,7 @@ fn event_gap_caught_up(g: &crate::observe::Gap, tl: &Timeline) -> bool {
 
 /// The gap (described) that could hide an occurrence of a mark, if any: a `waitFor` that never
 /// saw its mark is then undecided, not failed.
-pub fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
+pub(crate) fn mark_hidden(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
     hidden_by(case, r, tl, None)
         .or_else(|| event_lost(case, r, tl))
         .or_else(|| kubelet_restarted(case, r, tl))
@@ -317,6 +317,6 @@ fn event_lost(case: &Case, r: &MarkRef, tl: &Timeline) -> Option<String> {
 }
 
 /// Whether a mark (by reference) has occurred; used by `waitFor` steps.
-pub fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, MarkError> {
+pub(crate) fn mark_occurred(case: &Case, r: &MarkRef, tl: &Timeline) -> Result<Hit, MarkError> {
     mark(case, r, tl)
 }

@@ -18,7 +18,7 @@ use crate::suite::ContainerKind;
 
 /// What the API sequence is a sequence of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Subject<'a> {
+pub(crate) enum Subject<'a> {
     /// `status.phase`.
     Phase,
     /// `status.conditions[type]`.
@@ -29,7 +29,7 @@ pub enum Subject<'a> {
 
 /// The result of matching.
 #[derive(Debug, PartialEq, Eq)]
-pub enum SeqMatch {
+pub(crate) enum SeqMatch {
     /// Observed exactly as expected.
     Exact,
     /// Observed as expected minus API-skippable states, each with its proof.
@@ -72,7 +72,13 @@ fn skippable(subject: Subject, want: &[String], i: usize, tl: &Timeline) -> Opti
 }
 
 /// Matches `seen` against `want`. `settled`: no later state can be added to `seen`.
-pub fn match_sequence(subject: Subject, want: &[String], seen: &[String], tl: &Timeline, settled: bool) -> SeqMatch {
+pub(crate) fn match_sequence(
+    subject: Subject,
+    want: &[String],
+    seen: &[String],
+    tl: &Timeline,
+    settled: bool,
+) -> SeqMatch {
     if seen == want {
         return SeqMatch::Exact;
     }

@@ -11,7 +11,7 @@ use super::{J, Outcome, fail, pass, undecided};
 
 /// Distinct consecutive STATUS texts, as `kubectl get pods -w` would print them (it prints a
 /// line per watch event; repeated texts are folded), each with the first snapshot showing it.
-pub fn status_sequence(tl: &Timeline) -> Vec<(String, &Snapshot)> {
+pub(crate) fn status_sequence(tl: &Timeline) -> Vec<(String, &Snapshot)> {
     let mut out: Vec<(String, &Snapshot)> = vec![];
     for (s, text) in tl.status_column() {
         if out.last().is_none_or(|(t, _)| *t != text) {
@@ -27,7 +27,7 @@ pub fn status_sequence(tl: &Timeline) -> Vec<(String, &Snapshot)> {
 /// restart — recordings' fact 13) may never reach the API; other evidence (the container's own
 /// log lines, its terminated instance, the kubelet's events) still shows it happened. A status
 /// with no such evidence must be seen, so a wrong expectation still fails.
-pub fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
+pub(crate) fn skip_evidence(tl: &Timeline, status: &str) -> Option<String> {
     let kind_of = |name: &str| tl.pod.containers.iter().find(|c| c.name == name).map(|c| c.kind);
     let is_init = |name: &str| matches!(kind_of(name), Some(ContainerKind::Init | ContainerKind::Sidecar));
     let is_app = |name: &str| kind_of(name) == Some(ContainerKind::Regular);

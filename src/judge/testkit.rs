@@ -18,7 +18,7 @@ pub fn at(s: i64) -> Timestamp {
 }
 
 /// `ms` milliseconds after the same origin.
-pub fn at_ms(ms: i64) -> Timestamp {
+pub(crate) fn at_ms(ms: i64) -> Timestamp {
     Timestamp::from_millisecond(1_800_000_000_000 + ms).unwrap()
 }
 
@@ -30,7 +30,7 @@ pub fn case(body: &str) -> Case {
 
 /// A pod version received at `s` seconds: `status` holds its other fields (camelCase, as in a
 /// stored timeline), e.g. `{"phase": "Running"}`.
-pub fn snap(s: i64, status: serde_json::Value) -> Snapshot {
+pub(crate) fn snap(s: i64, status: serde_json::Value) -> Snapshot {
     let mut v = serde_json::json!({"received": at(s), "watch": "MODIFIED"});
     if let (Some(o), Some(extra)) = (v.as_object_mut(), status.as_object()) {
         o.extend(extra.clone());
@@ -40,7 +40,7 @@ pub fn snap(s: i64, status: serde_json::Value) -> Snapshot {
 
 /// A container status for a snapshot: `state` is e.g. `{"state": "running"}` or
 /// `{"state": "waiting", "reason": "CrashLoopBackOff"}`.
-pub fn container_status(name: &str, state: serde_json::Value, restarts: u32, ready: bool) -> serde_json::Value {
+pub(crate) fn container_status(name: &str, state: serde_json::Value, restarts: u32, ready: bool) -> serde_json::Value {
     serde_json::json!({
         "name": name, "kind": "regular", "state": state, "ready": ready, "restartCount": restarts,
     })
@@ -62,7 +62,7 @@ pub fn timeline(snapshots: Vec<Snapshot>) -> Timeline {
 }
 
 /// Pod versions received at 0 s, 1 s, ... in these phases.
-pub fn in_phases(list: &[&str]) -> Vec<Snapshot> {
+pub(crate) fn in_phases(list: &[&str]) -> Vec<Snapshot> {
     list.iter()
         .enumerate()
         .map(|(i, p)| snap(i as i64, serde_json::json!({"phase": p})))
@@ -112,7 +112,7 @@ pub fn action(kind: ActionKind, ms: i64) -> Action {
 }
 
 /// A gap of `source` between these seconds (`None`: open on that side), on the harness clock.
-pub fn source_gap(source: EvidenceSource, from: Option<i64>, to: Option<i64>) -> Gap {
+pub(crate) fn source_gap(source: EvidenceSource, from: Option<i64>, to: Option<i64>) -> Gap {
     Gap {
         source,
         from: from.map(at),
@@ -125,7 +125,7 @@ pub fn source_gap(source: EvidenceSource, from: Option<i64>, to: Option<i64>) ->
 
 /// Asserts a judgement's outcome and that its evidence names `fragment`.
 #[track_caller]
-pub fn assert_judged(j: &J, outcome: Outcome, fragment: &str) {
+pub(crate) fn assert_judged(j: &J, outcome: Outcome, fragment: &str) {
     assert_eq!(j.outcome, outcome, "{}", j.evidence);
     assert!(
         j.evidence.contains(fragment),

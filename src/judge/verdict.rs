@@ -154,7 +154,7 @@ impl PartialEq<&str> for VerdictKind {
 
 impl Verdict {
     /// Whether this is the step check's verdict (not one of the case's expectations).
-    pub fn is_step(&self) -> bool {
+    pub(crate) fn is_step(&self) -> bool {
         self.kind == VerdictKind::Step
     }
 
@@ -165,7 +165,7 @@ impl Verdict {
     }
 
     /// Whether `self` and `other`, of two runs of one case, judge the same thing.
-    pub fn same_subject(&self, other: &Verdict) -> bool {
+    pub(crate) fn same_subject(&self, other: &Verdict) -> bool {
         if self.id.is_empty() || other.id.is_empty() {
             self.index == other.index && self.kind == other.kind
         } else {
@@ -176,7 +176,7 @@ impl Verdict {
 
 /// A verdict's `id` for an expectation: its kind and a 64-bit FNV-1a digest of its definition
 /// as JSON (stable across Rust versions, unlike std's hasher).
-pub fn expectation_id(kind: &str, definition: &serde_json::Value) -> String {
+pub(crate) fn expectation_id(kind: &str, definition: &serde_json::Value) -> String {
     format!("{kind}:{:016x}", crate::util::fnv1a(definition.to_string().as_bytes()))
 }
 

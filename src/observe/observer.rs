@@ -20,7 +20,7 @@ pub use logs::{
 };
 
 /// The field manager of podlife's server-side applies (the pod, its objects).
-pub const OUR_FIELD_MANAGER: &str = "podlife";
+pub(crate) const OUR_FIELD_MANAGER: &str = "podlife";
 
 /// Watch event type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

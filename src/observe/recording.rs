@@ -191,7 +191,7 @@ impl Recording {
     }
 
     /// `timeline`, consuming the inputs: a long pod watch's pods are not held twice.
-    pub fn take_timeline(&mut self) -> Timeline {
+    pub(crate) fn take_timeline(&mut self) -> Timeline {
         let inputs = std::mem::take(&mut self.inputs);
         self.observe(inputs.into_iter())
     }

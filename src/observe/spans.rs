@@ -42,7 +42,7 @@ impl Timeline {
     }
 
     /// The pod's phase over time (snapshots without a phase are skipped).
-    pub fn phase_spans(&self, end: Timestamp) -> Vec<Span<String>> {
+    pub(crate) fn phase_spans(&self, end: Timestamp) -> Vec<Span<String>> {
         let phases = self
             .snapshots
             .iter()
@@ -51,12 +51,12 @@ impl Timeline {
     }
 
     /// kubectl's STATUS column over time.
-    pub fn status_spans(&self, end: Timestamp) -> Vec<Span<String>> {
+    pub(crate) fn status_spans(&self, end: Timestamp) -> Vec<Span<String>> {
         changes(self.status_column().map(|(s, text)| (s.received, text)), self.stop(end))
     }
 
     /// When the status said instance `instance` of `container` was ready.
-    pub fn ready_spans(&self, container: &str, instance: u32, end: Timestamp) -> Vec<Span> {
+    pub(crate) fn ready_spans(&self, container: &str, instance: u32, end: Timestamp) -> Vec<Span> {
         let mut out = vec![];
         let mut since: Option<Timestamp> = None;
         for s in &self.snapshots {
@@ -87,7 +87,12 @@ impl Timeline {
 
     /// Distinct waiting reasons of `container` reported strictly between two receive times, in
     /// order (`waiting` for a waiting state without a reason).
-    pub fn waiting_reasons(&self, container: &str, after: Option<Timestamp>, before: Option<Timestamp>) -> Vec<String> {
+    pub(crate) fn waiting_reasons(
+        &self,
+        container: &str,
+        after: Option<Timestamp>,
+        before: Option<Timestamp>,
+    ) -> Vec<String> {
         let mut out: Vec<String> = vec![];
         for s in &self.snapshots {
             if after.is_some_and(|a| s.received <= a) || before.is_some_and(|b| s.received >= b) {
@@ -107,14 +112,14 @@ impl Timeline {
 
     /// Why `inst` waited before it started: the waiting reasons reported after the previous
     /// instance `prev` was first seen (from the start, for the first) and before `inst` was.
-    pub fn instance_waiting_reasons(&self, inst: &Instance, prev: Option<&Instance>) -> Vec<String> {
+    pub(crate) fn instance_waiting_reasons(&self, inst: &Instance, prev: Option<&Instance>) -> Vec<String> {
         self.waiting_reasons(&inst.container, prev.map(|p| p.first_seen), Some(inst.first_seen))
     }
 
     /// The receive time of the last snapshot that showed `container` waiting before `inst` was
     /// first seen (and after `prev` was): startedAt is truncated to the second, so it may
     /// precede this report.
-    pub fn last_waiting_before(&self, inst: &Instance, prev: Option<&Instance>) -> Option<Timestamp> {
+    pub(crate) fn last_waiting_before(&self, inst: &Instance, prev: Option<&Instance>) -> Option<Timestamp> {
         let after = prev.map(|p| p.first_seen);
         self.snapshots
             .iter()

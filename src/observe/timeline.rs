@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use crate::suite::ContainerKind;
 
 /// Format version of the timeline JSON.
-pub const TIMELINE_FORMAT: u32 = 1;
+pub(crate) const TIMELINE_FORMAT: u32 = 1;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -102,7 +102,7 @@ pub enum EvidenceSource {
 impl EvidenceSource {
     /// A gap of this source makes any timing across it say nothing about the node's steady
     /// behaviour (the API server down, or the kubelet restarted).
-    pub fn disturbs_timing(&self) -> bool {
+    pub(crate) fn disturbs_timing(&self) -> bool {
         matches!(self, EvidenceSource::Api | EvidenceSource::Kubelet)
     }
 
@@ -153,7 +153,7 @@ pub enum GapClock {
 /// How long after the API server takes requests again the kubelet has written what happened
 /// while it could not: its status manager retries every pod whose status the API server lacks
 /// each `syncPeriod` (10 s); two periods, as the first retry may meet a server still starting.
-pub const WRITE_CATCH_UP: jiff::SignedDuration = jiff::SignedDuration::from_secs(20);
+pub(crate) const WRITE_CATCH_UP: jiff::SignedDuration = jiff::SignedDuration::from_secs(20);
 
 /// A span in which a source delivered nothing, or nothing in real time: what happened inside
 /// it may be missing, and an item received right after it may have happened anywhere in it.
@@ -182,12 +182,12 @@ pub struct Gap {
 
 impl Gap {
     /// True when the gap may contain instants before `t` (open start included).
-    pub fn starts_before(&self, t: Timestamp) -> bool {
+    pub(crate) fn starts_before(&self, t: Timestamp) -> bool {
         self.from.is_none_or(|f| f < t)
     }
 
     /// True when the gap overlaps the half-open span `(after, until]` (`None`: unbounded).
-    pub fn overlaps(&self, after: Option<Timestamp>, until: Option<Timestamp>) -> bool {
+    pub(crate) fn overlaps(&self, after: Option<Timestamp>, until: Option<Timestamp>) -> bool {
         let starts_ok = match (self.from, until) {
             (Some(f), Some(u)) => f < u,
             _ => true,
@@ -272,7 +272,7 @@ pub struct ContainerRef {
 
 impl PodInfo {
     /// The probe period of a container (see [`ContainerRef::probe_period`]).
-    pub fn probe_period(&self, container: &str) -> Option<f64> {
+    pub(crate) fn probe_period(&self, container: &str) -> Option<f64> {
         self.containers
             .iter()
             .find(|c| c.name == container)
@@ -280,7 +280,7 @@ impl PodInfo {
     }
 
     /// The longest probe period of any container.
-    pub fn any_probe_period(&self) -> Option<f64> {
+    pub(crate) fn any_probe_period(&self) -> Option<f64> {
         self.containers.iter().filter_map(|c| c.probe_period).reduce(f64::max)
     }
 }
@@ -344,7 +344,7 @@ impl Snapshot {
         self.conditions.iter().find(|c| c.r#type == ty)
     }
     /// Equal apart from the receive time, watch type and resourceVersion.
-    pub fn same_state(&self, other: &Snapshot) -> bool {
+    pub(crate) fn same_state(&self, other: &Snapshot) -> bool {
         self.phase == other.phase
             && self.conditions == other.conditions
             && self.containers == other.containers
@@ -538,7 +538,7 @@ fn is_one(n: &u32) -> bool {
 
 impl EventOccurrence {
     /// The repetition number of the first occurrence this item stands for.
-    pub fn first_count(&self) -> u32 {
+    pub(crate) fn first_count(&self) -> u32 {
         self.count.saturating_sub(self.repeats.max(1)) + 1
     }
 
@@ -554,7 +554,7 @@ impl EventOccurrence {
 
 /// The `n`-th (from 1) of the occurrences `items` stand for (each `repeats` of them), in order,
 /// with its repetition number: counting, never expanding.
-pub fn nth_occurrence<'a>(items: &[&'a EventOccurrence], n: u64) -> Option<(&'a EventOccurrence, u32)> {
+pub(crate) fn nth_occurrence<'a>(items: &[&'a EventOccurrence], n: u64) -> Option<(&'a EventOccurrence, u32)> {
     let mut before = 0u64;
     for o in items {
         let k = u64::from(o.repeats.max(1));
@@ -669,7 +669,7 @@ pub struct ExecResult {
 }
 
 /// Output kept per stream of an exec: upstream's commands print a few bytes.
-pub const EXEC_OUTPUT_CAP: usize = 64 * 1024;
+pub(crate) const EXEC_OUTPUT_CAP: usize = 64 * 1024;
 
 pub use crate::suite::ActionKind;
 
@@ -691,7 +691,7 @@ impl Timeline {
 
     /// True when no more changes are expected: the pod is gone, or it ended in a terminal phase
     /// with every container terminated.
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         if self.complete || self.deleted.is_some() {
             return true;
         }
@@ -721,12 +721,12 @@ impl Timeline {
     }
 
     /// Gaps of the Event watch.
-    pub fn event_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
+    pub(crate) fn event_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
         self.gaps.iter().filter(|g| g.source == EvidenceSource::Events)
     }
 
     /// Gaps in the logs of `container` (instance `None`: any instance).
-    pub fn log_gaps(&self, container: &str, instance: Option<u32>) -> impl Iterator<Item = &Gap> + '_ {
+    pub(crate) fn log_gaps(&self, container: &str, instance: Option<u32>) -> impl Iterator<Item = &Gap> + '_ {
         let container = container.to_string();
         self.gaps
             .iter()
@@ -734,7 +734,7 @@ impl Timeline {
     }
 
     /// The gap recorded for exactly this instance's log (not a container-wide one).
-    pub fn instance_log_gap(&self, container: &str, instance: u32) -> Option<&Gap> {
+    pub(crate) fn instance_log_gap(&self, container: &str, instance: u32) -> Option<&Gap> {
         self.gaps.iter().find(|g| {
             matches!(&g.source, EvidenceSource::Logs { container: Some(c), instance: Some(i) }
                 if c == container && *i == instance)
@@ -742,13 +742,13 @@ impl Timeline {
     }
 
     /// A pod-watch gap still open when the observation ended: the last state seen may be stale.
-    pub fn pod_gap_at_end(&self) -> Option<&Gap> {
+    pub(crate) fn pod_gap_at_end(&self) -> Option<&Gap> {
         self.pod_gaps().find(|g| g.to.is_none())
     }
 
     /// True when `g` is an API outage: the `Api` gap or one of its copies on the pod watch and
     /// the Event watch (same span).
-    pub fn is_outage(&self, g: &Gap) -> bool {
+    pub(crate) fn is_outage(&self, g: &Gap) -> bool {
         g.source == EvidenceSource::Api
             || g.back.is_some()
             || self
@@ -761,7 +761,7 @@ impl Timeline {
     /// outage, or it never answered again in this observation). The outage's own record, or
     /// earlier a stream of this case that came back inside it: a watch or log request answered
     /// proves the API server took new requests then.
-    pub fn writes_resumed(&self, g: &Gap) -> Option<Timestamp> {
+    pub(crate) fn writes_resumed(&self, g: &Gap) -> Option<Timestamp> {
         if !self.is_outage(g) {
             return None;
         }
@@ -782,7 +782,7 @@ impl Timeline {
     }
 
     /// The latest moment the observation is known to have lasted: its last received item.
-    pub fn observed_until(&self) -> Option<Timestamp> {
+    pub(crate) fn observed_until(&self) -> Option<Timestamp> {
         self.snapshots
             .iter()
             .map(|s| s.received)
@@ -794,7 +794,7 @@ impl Timeline {
     }
 
     /// The time of the first item (used as the origin of relative times in reports).
-    pub fn origin(&self) -> Option<Timestamp> {
+    pub(crate) fn origin(&self) -> Option<Timestamp> {
         let mut t: Vec<Timestamp> = vec![];
         t.extend(self.actions.iter().map(|a| a.sent));
         t.extend(self.snapshots.first().map(|s| s.received));

@@ -3,7 +3,7 @@
 use crate::judge::{Outcome, Verdict};
 
 /// `  PASS [0] phase: final phase Failed`, one line per verdict.
-pub fn verdict_lines(verdicts: &[Verdict]) -> String {
+pub(crate) fn verdict_lines(verdicts: &[Verdict]) -> String {
     let mut out = String::new();
     for v in verdicts {
         let tag = match v.outcome {

@@ -7,7 +7,7 @@ use crate::results::diff::status_name;
 use crate::util::fmt_secs;
 
 /// The human table: fingerprints side by side, then every case that changed.
-pub fn render_table(d: &DiffReport) -> String {
+pub(crate) fn render_table(d: &DiffReport) -> String {
     // Everything quoted from the two summaries (case names, fingerprints, evidence) is escaped:
     // a summary is a file anyone may hand over, and ESC or U+202E must not reach the terminal.
     use crate::util::printable as p;
@@ -118,7 +118,7 @@ fn change_name(c: Change) -> String {
 }
 
 /// The diff as JUnit: one testcase per case, a failure per regression.
-pub fn render_junit(d: &DiffReport) -> String {
+pub(crate) fn render_junit(d: &DiffReport) -> String {
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut r = Report::new("podlife-diff");
     let mut ts = TestSuite::new(format!("{} → {}", d.before, d.after));

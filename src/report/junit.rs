@@ -24,7 +24,7 @@ const LOG_TAIL: usize = 20;
 /// properties, and Jenkins and GitLab merge test cases with the same classname and name — one
 /// node's failure would hide behind another's pass. With the node in the suite and class name,
 /// each renderer lists every node's result and a failure reads `probes@vm2 / liveness-fail`.
-pub fn suite_name(c: &CaseReport) -> String {
+pub(crate) fn suite_name(c: &CaseReport) -> String {
     match &c.target_node {
         Some(n) => format!("{}@{n}", c.suite),
         None => c.suite.clone(),
@@ -33,7 +33,7 @@ pub fn suite_name(c: &CaseReport) -> String {
 
 /// `dir`: the run's report folder, where the timelines of failed cases are read from (see
 /// `CaseReport::timeline_in`).
-pub fn junit_report(s: &RunSummary, dir: Option<&std::path::Path>) -> Report {
+pub(crate) fn junit_report(s: &RunSummary, dir: Option<&std::path::Path>) -> Report {
     let mut report = Report::new("podlife");
     report.set_timestamp(ts(s.started));
     report.set_time(dur(s.finished.duration_since(s.started).as_secs_f64()));
@@ -215,7 +215,7 @@ fn rerun(a: &Attempt) -> TestRerun {
 }
 
 /// Evidence for every verdict; on failure also the pod's events and each container's log tail.
-pub fn system_out(c: &CaseReport, dir: Option<&std::path::Path>) -> String {
+pub(crate) fn system_out(c: &CaseReport, dir: Option<&std::path::Path>) -> String {
     let mut out = String::new();
     if !c.description.is_empty() {
         out.push_str(&format!("{}\n", c.description));
@@ -281,7 +281,7 @@ pub fn collected(tl: &Timeline) -> String {
 
 /// quick-junit takes chrono times; everything else in podlife uses jiff.
 mod chrono_like {
-    pub type DateTime = chrono::DateTime<chrono::FixedOffset>;
+    pub(crate) type DateTime = chrono::DateTime<chrono::FixedOffset>;
     pub fn from(t: jiff::Timestamp) -> DateTime {
         let nanos = u32::try_from(t.subsec_nanosecond()).unwrap_or(0);
         let utc = chrono::FixedOffset::east_opt(0).expect("UTC offset");

@@ -125,7 +125,7 @@ pub struct VerdictFlip {
 }
 
 impl VerdictFlip {
-    pub fn is_regression(&self) -> bool {
+    pub(crate) fn is_regression(&self) -> bool {
         self.before == "pass" && self.after != "pass"
     }
 }
@@ -146,7 +146,7 @@ pub struct CaseDiff {
 }
 
 impl CaseDiff {
-    pub fn is_regression(&self) -> bool {
+    pub(crate) fn is_regression(&self) -> bool {
         self.change == Change::Regression
     }
 }
@@ -179,10 +179,10 @@ pub struct DiffOptions {
 
 /// Case definitions (`suite::case` → case and pod manifest), to describe the measurements of
 /// reports written before verdicts carried their precision and bounds.
-pub type Definitions = BTreeMap<String, (crate::suite::model::Case, serde_json::Value)>;
+pub(crate) type Definitions = BTreeMap<String, (crate::suite::model::Case, serde_json::Value)>;
 
 /// The definitions of every case of the given suites.
-pub fn definitions(suites: &[crate::suite::Suite]) -> Definitions {
+pub(crate) fn definitions(suites: &[crate::suite::Suite]) -> Definitions {
     suites
         .iter()
         .flat_map(|s| &s.cases)
@@ -194,7 +194,7 @@ pub fn definitions(suites: &[crate::suite::Suite]) -> Definitions {
 /// conformant node, and why (the mechanism's own table, `judge::mechanism`). Used as a floor even
 /// with `--repeat` (a few samples can show less spread than the node really has). None: the value
 /// is not node behaviour and is never compared.
-pub fn noise_of(n: Noise) -> (Option<f64>, &'static str) {
+pub(crate) fn noise_of(n: Noise) -> (Option<f64>, &'static str) {
     let m = crate::judge::mechanism::mechanism(n);
     (m.spread, m.name)
 }

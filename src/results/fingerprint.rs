@@ -34,7 +34,7 @@ impl NodeInfo {
     /// Why `--each-node` leaves this node out by default (None: it certifies it): not Ready,
     /// cordoned, or a NoSchedule/NoExecute taint (podlife's pods tolerate none, so the scheduler
     /// would never place them there).
-    pub fn left_out_because(&self) -> Option<String> {
+    pub(crate) fn left_out_because(&self) -> Option<String> {
         if !self.ready {
             return Some("not Ready".into());
         }
@@ -55,7 +55,7 @@ impl NodeInfo {
 
     /// The facts that make two nodes run pods the same way: kubelet, runtime and its handlers,
     /// kernel, OS image, architecture. Nodes with equal keys form a group for the odd node out.
-    pub fn group_key(&self) -> String {
+    pub(crate) fn group_key(&self) -> String {
         format!(
             "kubelet {} · {} · handlers [{}] · kernel {} · {} · {}",
             self.kubelet_version,
@@ -106,7 +106,7 @@ pub struct RuntimeClassInfo {
 
 impl Fingerprint {
     /// `(major, minor)` of the server.
-    pub fn server_minor(&self) -> Option<(u32, u32)> {
+    pub(crate) fn server_minor(&self) -> Option<(u32, u32)> {
         crate::suite::load::parse_version(&self.server_version)
     }
 

@@ -85,7 +85,7 @@ fn options() -> DiffOptions {
 /// (with a single peer "better than the other" could be either node's fault, so only the worse
 /// one is named). Nodes alone in their group have no peers and are never odd: their difference
 /// is the fingerprint itself, shown in the matrix.
-pub fn odd_nodes(s: &mut RunSummary) -> Vec<OddNode> {
+pub(crate) fn odd_nodes(s: &mut RunSummary) -> Vec<OddNode> {
     let cases = std::mem::take(&mut s.cases);
     let fleet = s.fleet.take();
     let out = fleet.as_ref().map(|f| odd_in(s, &cases, f)).unwrap_or_default();
@@ -198,7 +198,7 @@ fn line(r: &OddDifference, peers: &str) -> String {
 
 /// Fills the fleet's odd nodes out (`odd_nodes`) into a finished run's summary, before any
 /// reporter reads it.
-pub fn fill_odd_nodes(s: &mut RunSummary) {
+pub(crate) fn fill_odd_nodes(s: &mut RunSummary) {
     if s.fleet.is_some() {
         let odd = odd_nodes(s);
         if let Some(f) = &mut s.fleet {

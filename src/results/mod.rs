@@ -108,7 +108,7 @@ impl NodeLoad {
 
 /// The first thing that went wrong in an attempt: its error, else the first verdict that did
 /// not pass (empty when all passed).
-pub fn first_problem(a: Option<&Attempt>) -> String {
+pub(crate) fn first_problem(a: Option<&Attempt>) -> String {
     let Some(a) = a else { return String::new() };
     if let Some(e) = &a.error {
         return e.clone();
@@ -230,7 +230,7 @@ impl CaseReport {
 }
 
 /// The identity of a case in reports: `suite::case`, and `@node` for an `--each-node` copy.
-pub fn case_id(suite: &str, case: &str, node: Option<&str>) -> String {
+pub(crate) fn case_id(suite: &str, case: &str, node: Option<&str>) -> String {
     match node {
         Some(n) => format!("{suite}::{case}@{n}"),
         None => format!("{suite}::{case}"),

@@ -43,14 +43,14 @@ impl Default for Budget {
 }
 
 impl Budget {
-    pub const DEFAULT: Budget = Budget {
+    pub(crate) const DEFAULT: Budget = Budget {
         watches: 1000,
         requests_per_second: 200,
         starting: 100,
     };
 
     /// Cases that may run at once within the watch budget (at least one).
-    pub fn cases_at_once(&self) -> usize {
+    pub(crate) fn cases_at_once(&self) -> usize {
         (self.watches / WATCHES_PER_CASE).max(1)
     }
 
@@ -61,7 +61,7 @@ impl Budget {
     }
 
     /// Case starts per second that keep their start requests within `requests_per_second`.
-    pub fn starts_per_second(&self) -> f64 {
+    pub(crate) fn starts_per_second(&self) -> f64 {
         f64::from(self.requests_per_second) / f64::from(START_REQUESTS)
     }
 }
@@ -188,7 +188,7 @@ impl Plan {
 
 /// When each case ends, from the start of its node's run, when `durations` (in their order)
 /// run on `slots` slots, each case starting as soon as a slot is free.
-pub fn end_offsets(durations: &[Duration], slots: usize) -> Vec<Duration> {
+pub(crate) fn end_offsets(durations: &[Duration], slots: usize) -> Vec<Duration> {
     let mut free: BinaryHeap<Reverse<Duration>> = (0..slots.max(1)).map(|_| Reverse(Duration::ZERO)).collect();
     durations
         .iter()

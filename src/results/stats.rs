@@ -37,7 +37,7 @@ impl MeasureStats {
 
     /// Whether `self` and `other`, of two runs of one case, measure the same value: the same
     /// expectation (by its stable id, else by its index) and position.
-    pub fn same_as(&self, other: &MeasureStats) -> bool {
+    pub(crate) fn same_as(&self, other: &MeasureStats) -> bool {
         let same_expectation = if self.id.is_empty() || other.id.is_empty() {
             self.index == other.index && self.kind == other.kind
         } else {
@@ -106,7 +106,7 @@ pub fn repeat_status(outcomes: &[AttemptStatus], node_failed: bool) -> CaseStatu
 
 /// How many attempts of a case ended in a harness error although the case reached a verdict
 /// (a retry passed after it): reported beside the verdict, never counted against the node.
-pub fn harness_errors(attempts: &[Attempt]) -> usize {
+pub(crate) fn harness_errors(attempts: &[Attempt]) -> usize {
     attempts.iter().filter(|a| a.status == AttemptStatus::Error).count()
 }
 
@@ -246,12 +246,12 @@ impl AreaResult {
 }
 
 /// The area of a case: its suite's first tag, else the suite name.
-pub fn area_of(c: &CaseReport) -> String {
+pub(crate) fn area_of(c: &CaseReport) -> String {
     c.tags.first().cloned().unwrap_or_else(|| c.suite.clone())
 }
 
 /// A pass rate as reports show it: `33%`.
-pub fn percent(rate: f64) -> String {
+pub(crate) fn percent(rate: f64) -> String {
     format!("{:.0}%", rate * 100.0)
 }
 
@@ -264,7 +264,7 @@ pub fn certify(cases: &[CaseReport]) -> Vec<AreaResult> {
 }
 
 /// `certify` over borrowed cases (one node's cases of a fleet run, without copying them).
-pub fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
+pub(crate) fn certify_refs(cases: &[&CaseReport]) -> Vec<AreaResult> {
     let mut areas: std::collections::BTreeMap<String, AreaResult> = Default::default();
     for c in cases {
         let area = area_of(c);

@@ -11,7 +11,7 @@ pub use crate::results::plan::{Budget, START_REQUESTS, WATCHES_PER_CASE};
 /// Paces case starts so that their requests stay within the budget's requests per second: a
 /// token bucket (governor's GCRA) holding one second of requests, each start taking
 /// `START_REQUESTS` of them.
-pub struct Pacer {
+pub(crate) struct Pacer {
     limiter: governor::DefaultDirectRateLimiter,
     cost: NonZeroU32,
 }
@@ -33,7 +33,7 @@ impl Pacer {
     }
 
     /// Waits until a case may start.
-    pub async fn admit(&self) {
+    pub(crate) async fn admit(&self) {
         // The cost never exceeds the burst (see `new`), so the bucket can always hold it.
         let _ = self.limiter.until_n_ready(self.cost).await;
     }
@@ -42,18 +42,18 @@ impl Pacer {
 /// The start slots a case's pod takes: its node's (`--starts-per-node`) and the cluster's
 /// (`--max-starting`). Either may be unbounded.
 #[derive(Clone, Default)]
-pub struct StartSlots {
+pub(crate) struct StartSlots {
     pub node: Option<Arc<Semaphore>>,
     pub cluster: Option<Arc<Semaphore>>,
 }
 
 /// The slots a starting pod holds; dropping it frees them.
-pub struct StartPermit(#[allow(dead_code)] Vec<OwnedSemaphorePermit>);
+pub(crate) struct StartPermit(#[allow(dead_code)] Vec<OwnedSemaphorePermit>);
 
 impl StartSlots {
     /// Takes the node's slot, then the cluster's (always in that order, so two cases never hold
     /// one each while waiting for the other's).
-    pub async fn acquire(&self) -> StartPermit {
+    pub(crate) async fn acquire(&self) -> StartPermit {
         let mut held = vec![];
         for s in [&self.node, &self.cluster].into_iter().flatten() {
             if let Ok(p) = s.clone().acquire_owned().await {
@@ -63,7 +63,7 @@ impl StartSlots {
         StartPermit(held)
     }
 
-    pub fn is_unbounded(&self) -> bool {
+    pub(crate) fn is_unbounded(&self) -> bool {
         self.node.is_none() && self.cluster.is_none()
     }
 }

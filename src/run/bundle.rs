@@ -13,11 +13,11 @@ use flate2::write::GzEncoder;
 /// Limits on what a bundle may unpack to. A 16-case recorded run is a few MB; the largest
 /// full live run (86 cases, `--repeat 3`) stays far below these, while a gzip bomb or a
 /// crafted archive is stopped early.
-pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
-pub const MAX_ENTRIES: usize = 500_000;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_ENTRIES: usize = 500_000;
 
 /// Is this path a bundle (by name)?
-pub fn is_bundle(p: &Path) -> bool {
+pub(crate) fn is_bundle(p: &Path) -> bool {
     let n = p
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
@@ -92,7 +92,7 @@ impl Drop for Extracted {
 
 /// Removes every bundle folder still unpacked: for an exit at once (a second Ctrl-C), which
 /// runs no destructor.
-pub fn remove_unpacked() {
+pub(crate) fn remove_unpacked() {
     for p in crate::util::aliased_paths() {
         let _ = std::fs::remove_dir_all(&p);
     }
@@ -135,7 +135,7 @@ const CHUNK: usize = 64 * 1024;
 
 /// Unpacks a bundle safely into a new temporary folder under the system's temp dir. Errors are
 /// one line naming the archive and the member, never the temporary folder.
-pub fn extract(
+pub(crate) fn extract(
     archive: &Path,
     stop: &dyn Fn() -> Option<super::interrupt::Interrupt>,
 ) -> Result<Extracted, ExtractError> {
@@ -264,7 +264,7 @@ fn walk(archive: &Path, stop: Stop<'_>, into: Option<&Path>) -> Result<(), Extra
 
 /// `extract`, into a new folder under `parent`. The archive is scanned first; the limits are
 /// checked again while writing, since the file could change in between.
-pub fn extract_in(archive: &Path, parent: &Path, stop: Stop<'_>) -> Result<Extracted, ExtractError> {
+pub(crate) fn extract_in(archive: &Path, parent: &Path, stop: Stop<'_>) -> Result<Extracted, ExtractError> {
     let label = archive.display().to_string();
     let err = |m: String| ExtractError::Bad(format!("{label}: {m}"));
     walk(archive, stop, None)?;

@@ -37,7 +37,7 @@ const SETTLE: Duration = Duration::from_secs(30);
 /// One span in which the API server took no new request: from the last probe that succeeded
 /// before it to the first that succeeded after it (`None`: still down).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Outage {
+pub(crate) struct Outage {
     pub from: Timestamp,
     pub to: Option<Timestamp>,
     /// The same span on the monotonic clock, for waits.
@@ -53,7 +53,7 @@ pub struct Outage {
 /// A kubelet (re)start seen during the run: its node's `Starting` event ("Starting kubelet."),
 /// which every kubelet process posts once when it starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KubeletStart {
+pub(crate) struct KubeletStart {
     pub node: String,
     /// The event's first time (the kubelet's clock, whole seconds).
     pub at: Timestamp,
@@ -95,7 +95,7 @@ struct LoadSample {
 }
 
 #[derive(Default)]
-pub struct ApiHealth {
+pub(crate) struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
     kubelet_starts: Mutex<Vec<KubeletStart>>,
     loads: Mutex<Vec<LoadSample>>,
@@ -316,7 +316,7 @@ impl ApiHealth {
 
     /// The CPU `node` used between `from` and `to`: the readings inside, else the last one
     /// before (the kubelet's average then still covers part of the span). `None`: no reading.
-    pub fn load_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Option<crate::results::NodeLoad> {
+    pub(crate) fn load_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Option<crate::results::NodeLoad> {
         let loads = self.loads.lock().unwrap_or_else(|p| p.into_inner());
         let of_node: Vec<&LoadSample> = loads.iter().filter(|l| l.node == node && l.at <= to).collect();
         let inside: Vec<f64> = of_node.iter().filter(|l| l.at >= from).map(|l| l.cores).collect();
@@ -340,7 +340,7 @@ impl ApiHealth {
     }
 
     /// The kubelet starts on `node` between `from` and `to`.
-    pub fn kubelet_starts_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Vec<KubeletStart> {
+    pub(crate) fn kubelet_starts_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Vec<KubeletStart> {
         let s = self.kubelet_starts.lock().unwrap_or_else(|p| p.into_inner());
         s.iter()
             .filter(|k| k.node == node && k.at >= from && k.at <= to)
@@ -349,13 +349,13 @@ impl ApiHealth {
     }
 
     /// Since when the API has been down, if it is.
-    pub fn down_now(&self) -> Option<tokio::time::Instant> {
+    pub(crate) fn down_now(&self) -> Option<tokio::time::Instant> {
         let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
         o.last().filter(|x| x.to.is_none()).map(|x| x.since)
     }
 
     /// How long the API was down between `from` and `to` (monotonic).
-    pub fn down_between(&self, from: tokio::time::Instant, to: tokio::time::Instant) -> Duration {
+    pub(crate) fn down_between(&self, from: tokio::time::Instant, to: tokio::time::Instant) -> Duration {
         let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
         o.iter()
             .map(|x| {
@@ -367,7 +367,7 @@ impl ApiHealth {
     }
 
     /// The outages overlapping `[from, to]` (wall clock), with the reason of the latest.
-    pub fn outages_between(&self, from: Timestamp, to: Timestamp) -> Vec<Outage> {
+    pub(crate) fn outages_between(&self, from: Timestamp, to: Timestamp) -> Vec<Outage> {
         let o = self.outages.lock().unwrap_or_else(|p| p.into_inner());
         o.iter()
             .filter(|x| x.from <= to && x.to.is_none_or(|t| t >= from))

@@ -12,7 +12,7 @@ pub struct Interrupt {
     pub exit_code: u8,
 }
 
-pub const SIGINT: Interrupt = Interrupt {
+pub(crate) const SIGINT: Interrupt = Interrupt {
     name: "SIGINT",
     exit_code: 130,
 };
@@ -20,12 +20,12 @@ pub const SIGTERM: Interrupt = Interrupt {
     name: "SIGTERM",
     exit_code: 143,
 };
-pub const SIGHUP: Interrupt = Interrupt {
+pub(crate) const SIGHUP: Interrupt = Interrupt {
     name: "SIGHUP",
     exit_code: 129,
 };
 /// The cancel channel of `RunOptions` flipped (treated like Ctrl-C).
-pub const CANCEL: Interrupt = Interrupt {
+pub(crate) const CANCEL: Interrupt = Interrupt {
     name: "cancel",
     exit_code: 130,
 };
@@ -41,7 +41,7 @@ pub enum Interrupts {
 impl Interrupts {
     /// Starts listening. From then on the signals no longer kill the process by default; a
     /// signal that comes while nothing listens ends it at once (see `hub`).
-    pub fn listen(external: Option<watch::Receiver<bool>>) -> Self {
+    pub(crate) fn listen(external: Option<watch::Receiver<bool>>) -> Self {
         if external.is_some() {
             return Interrupts::External(external);
         }
@@ -187,7 +187,7 @@ fn exit_now(hub: &Hub, i: Interrupt) -> ! {
 
 /// From now on, a signal that comes while nothing listens removes `file` too and says `note`
 /// (after "interrupted by SIGINT "). Starts the signal thread if it is not yet running.
-pub fn on_exit_at_once(file: Option<std::path::PathBuf>, note: String) {
+pub(crate) fn on_exit_at_once(file: Option<std::path::PathBuf>, note: String) {
     let hub = hub();
     let mut st = lock(hub);
     st.remove.extend(file);
@@ -260,7 +260,7 @@ impl Drop for Listener {
 /// early (cleaning up after itself) when it says so. Without this a signal would kill the
 /// process on the spot and leave behind whatever `f` was writing. A signal that comes after
 /// `f` last asked is not lost: it ends podlife once `f` returns (see `Listener`).
-pub fn while_listening<T>(f: impl FnOnce(&dyn Fn() -> Option<Interrupt>) -> T) -> T {
+pub(crate) fn while_listening<T>(f: impl FnOnce(&dyn Fn() -> Option<Interrupt>) -> T) -> T {
     let listener = Listener::new();
     let stop = || listener.pending();
     let out = f(&stop);

@@ -31,7 +31,7 @@ use crate::suite::{LoadedCase, Suite};
 use interrupt::{Interrupt, Interrupts};
 
 /// A short, unique, DNS-safe run id.
-pub fn new_run_id() -> String {
+pub(crate) fn new_run_id() -> String {
     let nanos = Timestamp::now().as_nanosecond() as u128;
     let mut x = nanos ^ (u128::from(std::process::id()) << 64);
     let alphabet = b"0123456789abcdefghijklmnopqrstuvwxyz";

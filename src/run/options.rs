@@ -69,20 +69,20 @@ pub struct RunOptions {
 /// `podlife run`'s defaults, written once: clap shows and parses these strings (`--help` says
 /// `[default: 60s]`), and `RunOptions::default()` parses the same ones.
 pub mod defaults {
-    pub const REPORTS: &str = "reports";
-    pub const CLEANUP_TIMEOUT: &str = "60s";
-    pub const REQUEST_TIMEOUT: &str = "30s";
-    pub const API_OUTAGE_BUDGET: &str = "2m";
-    pub const SETTLE: &str = "3s";
-    pub const RETRIES: u32 = 0;
-    pub const UNDECIDED_RETRIES: u32 = 2;
+    pub(crate) const REPORTS: &str = "reports";
+    pub(crate) const CLEANUP_TIMEOUT: &str = "60s";
+    pub(crate) const REQUEST_TIMEOUT: &str = "30s";
+    pub(crate) const API_OUTAGE_BUDGET: &str = "2m";
+    pub(crate) const SETTLE: &str = "3s";
+    pub(crate) const RETRIES: u32 = 0;
+    pub(crate) const UNDECIDED_RETRIES: u32 = 2;
     pub const STARTS_PER_NODE: usize = 3;
     /// See `budget::Budget`'s default for why these values.
     use crate::results::plan::Budget;
-    pub const MAX_WATCHES: usize = Budget::DEFAULT.watches;
-    pub const MAX_REQUESTS_PER_SECOND: u32 = Budget::DEFAULT.requests_per_second;
-    pub const MAX_STARTING: usize = Budget::DEFAULT.starting;
-    pub const REPEAT: u32 = 1;
+    pub(crate) const MAX_WATCHES: usize = Budget::DEFAULT.watches;
+    pub(crate) const MAX_REQUESTS_PER_SECOND: u32 = Budget::DEFAULT.requests_per_second;
+    pub(crate) const MAX_STARTING: usize = Budget::DEFAULT.starting;
+    pub(crate) const REPEAT: u32 = 1;
 }
 
 impl Default for RunOptions {
@@ -127,7 +127,7 @@ impl Default for RunOptions {
 
 impl RunOptions {
     /// The cases the filter (`FILTER`, `--exact`, `--skip`) selects.
-    pub fn selection(&self) -> crate::select::Filter<'_> {
+    pub(crate) fn selection(&self) -> crate::select::Filter<'_> {
         crate::select::Filter {
             filter: self.filter.as_deref(),
             exact: self.exact,

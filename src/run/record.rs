@@ -24,11 +24,11 @@ use crate::observe::{ActionKind, Input, Tap};
 use crate::results::{Attempt, AttemptStatus};
 
 /// Version of the recording layout podlife writes (the `format` of the header line).
-pub const RECORDING_FORMAT: u32 = 1;
+pub(crate) const RECORDING_FORMAT: u32 = 1;
 
 /// The folder of a case's attempts inside a run's `recordings/`; an `--each-node` copy's
 /// folder ends with `@<node>` (node names are DNS subdomains: safe in a file name).
-pub fn case_dir_name(suite: &str, case: &str, node: Option<&str>) -> String {
+pub(crate) fn case_dir_name(suite: &str, case: &str, node: Option<&str>) -> String {
     match node {
         Some(n) => format!("{suite}__{case}@{n}"),
         None => format!("{suite}__{case}"),
@@ -82,9 +82,9 @@ struct Capped {
 /// being recorded at this size; what was dropped is recorded as a gap, so the replay is judged
 /// knowing the evidence is incomplete. The observer keeps at most 32 MiB of text per instance,
 /// so a log over this much JSON was already capped live.
-pub const RECORD_LIMIT: u64 = 128 * 1024 * 1024;
+pub(crate) const RECORD_LIMIT: u64 = 128 * 1024 * 1024;
 
-pub type SharedRecorder = Arc<Mutex<Recorder>>;
+pub(crate) type SharedRecorder = Arc<Mutex<Recorder>>;
 
 #[derive(Serialize)]
 struct WatchOut<'a, T: Serialize> {
@@ -473,7 +473,7 @@ impl Drop for Recorder {
 /// Completes the recording of an attempt in which podlife panicked: the error the report shows,
 /// then the closing line (with the inputs recorded before the crash). Creates a minimal
 /// recording when the crash came before the recorder started.
-pub fn close_after_panic(
+pub(crate) fn close_after_panic(
     root: &Path,
     case: &crate::suite::LoadedCase,
     node: Option<&str>,
@@ -528,7 +528,7 @@ fn write_line(w: &mut BufWriter<File>, v: &impl Serialize) -> std::io::Result<()
 
 /// Run-level files of `recordings/`: `run.json` (what replay needs to walk the attempts the
 /// same way) and `cluster-info.json` (the fingerprint).
-pub fn write_run_files(
+pub(crate) fn write_run_files(
     root: &Path,
     run_id: &str,
     retries: u32,
@@ -592,7 +592,7 @@ fn copy_referenced(dest: &Path, suite: &Path, rel: &str, src: &Path) -> Result<(
 /// Copies the suite files a run used (and the manifests they reference by relative path) into
 /// `<run>/suites/`, where the suite loader finds them again: a bundle then replays with exactly
 /// the suites the user ran. Returns problems as warnings; the recordings do not depend on it.
-pub fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String> {
+pub(crate) fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec<String> {
     let dest = run_dir.join("suites");
     let mut warnings = vec![];
     let mut used = std::collections::BTreeSet::new();

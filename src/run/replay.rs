@@ -107,7 +107,7 @@ pub(super) fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
 
 /// A run folder that cannot be replayed: one line naming the file at fault.
 #[derive(Debug, thiserror::Error)]
-pub enum ReplayFolderError {
+pub(crate) enum ReplayFolderError {
     #[error(
         "{}: a symbolic link in a run folder: refused (a run is re-judged only from what it holds)",
         crate::util::printable(&.0.display().to_string())
@@ -192,7 +192,7 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
 /// link in it (a recording or stored timeline pointing elsewhere) would be judged and copied
 /// into the new reports as if the run had recorded it, so it is refused, naming the path, as
 /// bundles refuse links. The walk never follows a link, so it ends on any folder.
-pub fn refuse_links(dir: &std::path::Path) -> Result<(), ReplayFolderError> {
+pub(crate) fn refuse_links(dir: &std::path::Path) -> Result<(), ReplayFolderError> {
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else { continue };

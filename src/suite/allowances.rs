@@ -17,7 +17,7 @@ pub struct Allowance {
 }
 
 /// Every allowance, once. `judge::mechanism` groups them by the mechanism whose noise they are.
-pub const ALLOWANCES: &[Allowance] = &[
+pub(crate) const ALLOWANCES: &[Allowance] = &[
     Allowance {
         name: "start",
         secs: Some(2.0),

@@ -30,7 +30,7 @@ use validate::{ObjectError, check_ephemeral, check_object, check_patch, check_po
 /// longest case timeout (`MAX_DURATION`, 24 h) could never be seen to end within the case. The
 /// API takes it as a 64-bit integer, but podlife must never send a value it had to cut (the
 /// kube client's field is 32 bits: 4294967296 once went out as 0, "kill now").
-pub const MAX_GRACE_SECONDS: i64 = 24 * 3600;
+pub(crate) const MAX_GRACE_SECONDS: i64 = 24 * 3600;
 
 /// A container of the pod manifest.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -56,7 +56,7 @@ pub enum ContainerKind {
 /// namespace. Everything else is refused: a workload (Deployment, Job, ...) would start pods
 /// podlife does not observe, RBAC objects or a ServiceAccount would change what the pod may do
 /// beyond what the case shows, and cluster-scoped objects would outlive the namespace.
-pub const OBJECT_KINDS: &[&str] = &["ConfigMap", "Secret", "Service"];
+pub(crate) const OBJECT_KINDS: &[&str] = &["ConfigMap", "Secret", "Service"];
 
 /// An auxiliary object of a case (`objects:`), validated: created before the pod.
 #[derive(Clone, Debug, PartialEq)]
@@ -76,7 +76,7 @@ impl AuxObject {
     }
 
     /// How actions and recordings name it when it was created in the case's second namespace.
-    pub fn second_namespace_id(&self) -> String {
+    pub(crate) fn second_namespace_id(&self) -> String {
         format!("{} in the second namespace", self.id())
     }
 }
@@ -141,7 +141,7 @@ impl LoadedCase {
     }
 
     /// The container an `ephemeral` step adds, images rendered like the pod's.
-    pub fn ephemeral_body(&self, e: &EphemeralStep, overrides: &BTreeMap<String, String>) -> serde_json::Value {
+    pub(crate) fn ephemeral_body(&self, e: &EphemeralStep, overrides: &BTreeMap<String, String>) -> serde_json::Value {
         let mut images = self.images.clone();
         images.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
         let mut c = e.container.value.clone();
@@ -168,7 +168,7 @@ impl LoadedCase {
 
     /// An `update` step's changes with images rendered like the pod's: `(init container names,
     /// container name → image)`, for `UpdateStep::change`.
-    pub fn update_images(
+    pub(crate) fn update_images(
         &self,
         u: &UpdateStep,
         overrides: &BTreeMap<String, String>,
@@ -194,7 +194,7 @@ impl LoadedCase {
     }
 
     /// The `resize` step's strategic merge patch (containers or init containers by name).
-    pub fn resize_patch(&self, r: &ResizeStep) -> serde_json::Value {
+    pub(crate) fn resize_patch(&self, r: &ResizeStep) -> serde_json::Value {
         let init = |name: &str| {
             self.containers
                 .iter()
@@ -309,11 +309,6 @@ impl Ctx<'_> {
     }
 }
 
-/// Loads one suite file and validates it.
-pub fn load_suite_file(path: &Path) -> Result<Suite, Vec<Diag>> {
-    load_suite_file_as(path, false).map(|(s, _)| s)
-}
-
 fn load_suite_file_as(path: &Path, recorded: bool) -> Result<(Suite, Vec<Diag>), Vec<Diag>> {
     let file = path.display().to_string();
     let text = crate::files::read_string(path, crate::files::SUITE).map_err(|e| {
@@ -411,7 +406,7 @@ fn check_name(ctx: &mut Ctx, name: &Loc<String>, path: &str) {
 }
 
 /// Parses `1.29`, `v1.29`, `1.29.3` into (major, minor).
-pub fn parse_version(v: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_version(v: &str) -> Option<(u32, u32)> {
     let v = v.trim().trim_start_matches('v');
     let mut it = v.split('.');
     let major = it.next()?.parse().ok()?;

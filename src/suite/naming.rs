@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use super::load::{Diag, Suite};
 
 /// Kubernetes limits namespace names to one DNS-1123 label.
-pub const MAX_NAMESPACE_LEN: usize = 63;
+pub(crate) const MAX_NAMESPACE_LEN: usize = 63;
 
 /// What a case contributes to its namespace name: `<suite>-<case>`. Two cases with the same
 /// stem would share namespaces, so `validate` rejects that (see `stem_collisions`).
-pub fn namespace_stem(suite: &str, case: &str) -> String {
+pub(crate) fn namespace_stem(suite: &str, case: &str) -> String {
     format!("{suite}-{case}")
 }
 
@@ -34,7 +34,7 @@ pub fn namespace_name(run_id: &str, suite: &str, case: &str, attempt: usize) -> 
 /// `podlife-<run>-<suite>-<case>-<node>[-<n>]`. Node names may hold dots (DNS subdomains, e.g.
 /// `ip-10-0-1-2.ec2.internal`) that a namespace may not: they become `-`, and such a name (like
 /// one over 63 characters) ends with a hash of the full identity, so `a.b` and `a-b` differ.
-pub fn node_namespace_name(run_id: &str, suite: &str, case: &str, node: &str, attempt: usize) -> String {
+pub(crate) fn node_namespace_name(run_id: &str, suite: &str, case: &str, node: &str, attempt: usize) -> String {
     let clean: String = node
         .chars()
         .map(|c| {
@@ -62,7 +62,7 @@ pub fn node_namespace_name(run_id: &str, suite: &str, case: &str, node: &str, at
 
 /// A name that is certainly different from any other of this run: used by the runner when a
 /// computed name was already handed out (e.g. case `a-2` and the second attempt of case `a`).
-pub fn namespace_name_alt(run_id: &str, suite: &str, case: &str, node: Option<&str>, attempt: usize) -> String {
+pub(crate) fn namespace_name_alt(run_id: &str, suite: &str, case: &str, node: Option<&str>, attempt: usize) -> String {
     let full = match node {
         Some(n) => node_namespace_name(run_id, suite, case, n, attempt),
         None => namespace_name(run_id, suite, case, attempt),
@@ -90,7 +90,7 @@ use crate::util::fnv1a;
 
 /// One error per case whose namespace stem another case already has (`a-b` + `c` and `a` +
 /// `b-c` both give `a-b-c`): such cases would delete each other's namespaces.
-pub fn stem_collisions(suites: &[Suite]) -> Vec<Diag> {
+pub(crate) fn stem_collisions(suites: &[Suite]) -> Vec<Diag> {
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut out = vec![];
     for s in suites {

@@ -5,21 +5,21 @@
 /// A quantity in nano-units (10⁻⁹ of the unit: millicores × 10⁶, bytes × 10⁹). i128 holds the
 /// largest suffix (`Ei` = 2⁶⁰) times 10⁹ with room to spare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Quantity(pub i128);
+pub(crate) struct Quantity(pub i128);
 
 const NANO: i128 = 1_000_000_000;
 
 /// A text that is no Kubernetes quantity, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("invalid quantity {text:?}: {why} (use e.g. 250m, 1.5, 64Mi, 1G)")]
-pub struct QuantityError {
+pub(crate) struct QuantityError {
     pub text: String,
     pub why: QuantityProblem,
 }
 
 /// What is wrong with a quantity's text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum QuantityProblem {
+pub(crate) enum QuantityProblem {
     #[error("empty or padded")]
     EmptyOrPadded,
     #[error("no number")]
@@ -120,22 +120,18 @@ impl Quantity {
     }
 
     /// The value in thousandths (millicores for cpu), rounded up as the kubelet does.
-    pub fn milli(&self) -> i128 {
+    pub(crate) fn milli(&self) -> i128 {
         let p = 1_000_000;
         if self.0 >= 0 { (self.0 + p - 1) / p } else { self.0 / p }
     }
 
     /// The value in whole units (bytes for memory), rounded up.
-    pub fn units(&self) -> i128 {
+    pub(crate) fn units(&self) -> i128 {
         if self.0 >= 0 {
             (self.0 + NANO - 1) / NANO
         } else {
             self.0 / NANO
         }
-    }
-
-    pub fn is_zero(&self) -> bool {
-        self.0 == 0
     }
 }
 

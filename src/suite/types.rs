@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 /// The longest duration a suite may give (timeouts, waits, sleeps, tolerances, gap bounds): 24 h.
 /// No CI job runs that long (GitHub Actions stops a job at 6 h), the slowest built-in case takes
 /// 3.2 min, and the bound keeps every deadline the runner computes far from `Instant` overflow.
-pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 /// A human duration such as `5s`, `500ms`, `1m30s` (humantime syntax), at most `MAX_DURATION`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -111,7 +111,7 @@ pub struct Pattern {
 }
 
 /// Template variables a log regex may use; their values come from the observed pod.
-pub const TEMPLATE_VARS: &[&str] = &[
+pub(crate) const TEMPLATE_VARS: &[&str] = &[
     "pod.name",
     "pod.namespace",
     "pod.uid",
@@ -212,7 +212,7 @@ pub struct Exact {
 }
 
 impl Exact {
-    pub fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, TemplateError> {
+    pub(crate) fn expand(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, TemplateError> {
         expand_templates(&self.source, lookup, str::to_string)
     }
 }
@@ -352,7 +352,7 @@ impl JsonSchema for Count {
 }
 
 impl Count {
-    pub fn at_least(n: u64) -> Self {
+    pub(crate) fn at_least(n: u64) -> Self {
         Count {
             at_least: Some(n),
             ..Count::default()

@@ -78,7 +78,7 @@ pub fn read_upstream_list(path: &std::path::Path) -> Result<Vec<UpstreamRow>, Up
 /// The mapping table: upstream testname → podlife case(s) → covered / not applicable / not covered,
 /// ending with the one figure podlife states everywhere: covered of listed (`pod` rows a case claims
 /// / all `pod` rows). "Covered" is what the suites claim; only a run that passes the cases certifies it.
-pub fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String, UpstreamListError> {
+pub(crate) fn upstream_table(suites: &[Suite], list: &std::path::Path) -> Result<String, UpstreamListError> {
     let rows = read_upstream_list(list)?;
     let mut by_name: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
     for c in suites.iter().flat_map(|s| &s.cases) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 /// request retried within a deadline, a stream down for at most the outage budget); this only
 /// says how long to wait before the next try, and whether a pause still fits before a deadline.
 #[derive(Clone, Debug)]
-pub struct Backoff {
+pub(crate) struct Backoff {
     first: Duration,
     max: Duration,
     next: Duration,
@@ -17,7 +17,7 @@ pub struct Backoff {
 impl Backoff {
     /// First pause after a failure: a blip (a dropped connection, one 503) is retried at once,
     /// nearly.
-    pub const FIRST: Duration = Duration::from_millis(250);
+    pub(crate) const FIRST: Duration = Duration::from_millis(250);
     /// Longest pause between tries: an apiserver restart takes tens of seconds, so checking
     /// every few seconds notices its return soon enough without flooding it on the way back.
     pub const MAX: Duration = Duration::from_secs(4);
@@ -38,14 +38,14 @@ impl Backoff {
     }
 
     /// The pause before the next try; the one after it is twice as long (up to the maximum).
-    pub fn next_pause(&mut self) -> Duration {
+    pub(crate) fn next_pause(&mut self) -> Duration {
         let pause = self.next;
         self.next = (pause * 2).min(self.max);
         pause
     }
 
     /// Whether the next pause ends before `deadline`, so a try after it is still worth making.
-    pub fn fits_before(&self, deadline: tokio::time::Instant) -> bool {
+    pub(crate) fn fits_before(&self, deadline: tokio::time::Instant) -> bool {
         super::after_tokio(self.next) < deadline
     }
 
@@ -57,7 +57,7 @@ impl Backoff {
 
 /// What a retry's pauses give way to.
 #[derive(Clone, Debug)]
-pub enum Pauses {
+pub(crate) enum Pauses {
     /// Cancellation (Ctrl-C, SIGTERM: the receiver turning true) ends a pause at once.
     Cancellable(Option<tokio::sync::watch::Receiver<bool>>),
     /// The pauses run to their end whatever the signals: a cleanup, which a signal starts rather
@@ -67,7 +67,7 @@ pub enum Pauses {
 
 /// How a retry ended without a result.
 #[derive(Debug, PartialEq)]
-pub enum RetryEnd<E> {
+pub(crate) enum RetryEnd<E> {
     /// The last try's error: one that will not change, or a transient one when no further pause
     /// fits before the deadline.
     Failed(E),
@@ -77,7 +77,7 @@ pub enum RetryEnd<E> {
 
 impl Backoff {
     /// Pauses for the next pause; true when cancelled meanwhile.
-    pub async fn pause(&mut self, pauses: &Pauses) -> bool {
+    pub(crate) async fn pause(&mut self, pauses: &Pauses) -> bool {
         let d = self.next_pause();
         match pauses {
             Pauses::Cancellable(Some(rx)) => {

@@ -127,7 +127,7 @@ impl Hit {
     }
 
     /// The true instant when compared with a mark of the same stream (its order is the writer's).
-    pub fn same_stream(&self, other: &Hit) -> bool {
+    pub(crate) fn same_stream(&self, other: &Hit) -> bool {
         self.stream == other.stream
     }
 

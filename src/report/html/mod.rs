@@ -64,7 +64,11 @@ pub fn render(s: &RunSummary) -> String {
 /// Writes the page to `w` case by case, each case's timeline read from the run's report folder
 /// `dir` when it is not in memory (see `CaseReport::timeline_in`): the page of a fleet run is
 /// far larger than what the run holds in memory.
-pub fn write_page(s: &RunSummary, dir: Option<&std::path::Path>, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+pub(crate) fn write_page(
+    s: &RunSummary,
+    dir: Option<&std::path::Path>,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
     let cases = ordered(s);
     let head = html! {
         (DOCTYPE)

@@ -30,7 +30,7 @@ pub use replay::{
 
 /// Shared state of a run that cases need.
 #[derive(Clone)]
-pub struct CaseEnv {
+pub(crate) struct CaseEnv {
     /// Node / runtime pinning injected into every pod.
     pub target: crate::cluster::Target,
     pub run_id: String,
@@ -70,7 +70,7 @@ pub struct CaseEnv {
 
 impl CaseEnv {
     /// The namespace of this attempt of the case, unique in the run (see `suite::naming`).
-    pub fn claim_namespace(&self, case: &LoadedCase, attempt: usize) -> String {
+    pub(crate) fn claim_namespace(&self, case: &LoadedCase, attempt: usize) -> String {
         let mut used = self.used_names.lock().expect("namespace names");
         let node = self.node.as_deref();
         let name = match node {
@@ -255,7 +255,7 @@ fn in_use_until(case: &LoadedCase, env: &CaseEnv) -> Timestamp {
 /// Runs one attempt (0-based over repetitions and retries) of a case against the cluster.
 /// Cleanup runs on every path, including Ctrl-C, and deletes only a namespace this attempt
 /// created (by UID).
-pub async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, attempt_no: usize) -> Attempt {
+pub(crate) async fn live_case(client: kube::Client, case: &LoadedCase, env: &CaseEnv, attempt_no: usize) -> Attempt {
     // Within the budget's requests per second, before the case's clock starts: waiting for a
     // turn is podlife's pacing, not the case's time.
     if let Some(p) = &env.pacer {

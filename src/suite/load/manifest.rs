@@ -15,7 +15,7 @@ pub fn project_root(base: &Path) -> &Path {
 
 /// Why a `manifest:` path cannot be loaded. `name` is the path as the suite wrote it.
 #[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
+pub(crate) enum ManifestError {
     #[error("manifest `{name}` not found")]
     AbsentAbsolute { name: String },
     /// Found only by a `..` that climbs above the project root.

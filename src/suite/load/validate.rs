@@ -5,7 +5,7 @@ use super::*;
 
 /// Why an `ephemeral` step's container would be refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum EphemeralError {
+pub(crate) enum EphemeralError {
     #[error("an ephemeral container is a mapping such as `{{name: debugger, image: ..., command: [...]}}`")]
     NotMapping,
     #[error("invalid container name \"{0}\": use 1-63 characters of a-z, 0-9 and `-` (a DNS label)")]
@@ -29,7 +29,7 @@ pub enum EphemeralError {
 
 /// Why an auxiliary object (`objects:`, an `object` step) would be refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum ObjectError {
+pub(crate) enum ObjectError {
     #[error("the object is not a mapping")]
     NotMapping,
     #[error("apiVersion `{api}`, kind `{kind}`: a case may create only v1 {} beside its pod (they go with the case namespace; other kinds would start pods podlife does not observe, change what the pod may do, or outlive the namespace)", OBJECT_KINDS.join(", "))]
@@ -65,7 +65,7 @@ fn name_rule(kind: &str) -> &'static str {
 
 /// Why a case's pod manifest would be refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-pub enum PodError {
+pub(crate) enum PodError {
     #[error("manifest is not a mapping")]
     NotMapping,
     #[error("expected apiVersion v1, kind Pod; found apiVersion `{api}`, kind `{kind}`")]

@@ -457,12 +457,12 @@ impl QosClass {
 
 /// At most this many optional (`?`) entries in one `statuses` list: each doubles the sequences
 /// the judge tries, and a list that is mostly optional asserts little.
-pub const MAX_OPTIONAL_STATUSES: usize = 4;
+pub(crate) const MAX_OPTIONAL_STATUSES: usize = 4;
 
 /// A `statuses` entry: its STATUS text and whether it is optional (`Text?`: a status the node
 /// may or may not publish, e.g. the pod reason the kubelet writes with the terminal phase before
 /// the container's own terminated state reaches the API).
-pub fn status_entry(s: &str) -> (&str, bool) {
+pub(crate) fn status_entry(s: &str) -> (&str, bool) {
     match s.strip_suffix('?') {
         Some(t) => (t.trim_end(), true),
         None => (s, false),

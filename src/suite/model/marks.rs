@@ -166,7 +166,7 @@ impl MarkSpec {
 
 impl MarkSpec {
     /// The container whose instances `instance: each` ranges over, if the mark uses `each`.
-    pub fn each_container(&self) -> Option<&str> {
+    pub(crate) fn each_container(&self) -> Option<&str> {
         let (c, i) = match self {
             MarkSpec::ContainerStarted(c)
             | MarkSpec::ContainerTerminated(c)

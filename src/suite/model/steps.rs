@@ -154,7 +154,7 @@ pub enum ExecProtocol {
 }
 
 impl ExecProtocol {
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == ExecProtocol::V5
     }
 
@@ -168,7 +168,7 @@ impl ExecProtocol {
 
 /// Default bound on an `exec` step: far above what an `echo` or a `cat` takes through the
 /// kubelet's streaming server (well under a second on a loaded node), below a case timeout.
-pub const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const DEFAULT_EXEC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// `fetchLog: {name: alive, container: main, protocol: binary.k8s.io, timeout: 30s}`.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
@@ -297,7 +297,11 @@ impl PatchStep {
     /// containers merge by name, so only the named containers' images change. `init` says which
     /// container names are init containers (they live in `spec.initContainers`); `render`
     /// resolves `${image.NAME}` templates.
-    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool, render: &dyn Fn(&str) -> String) -> serde_json::Value {
+    pub(crate) fn strategic_patch(
+        &self,
+        init: &dyn Fn(&str) -> bool,
+        render: &dyn Fn(&str) -> String,
+    ) -> serde_json::Value {
         let mut patch = serde_json::Map::new();
         let mut meta = serde_json::Map::new();
         if !self.labels.is_empty() {
@@ -368,9 +372,9 @@ pub struct UpdateStep {
 
 /// The most updates an `update` step sends in a second: each is a GET and a PUT, so the API
 /// server the run measures gets at most twice as many requests from it.
-pub const UPDATES_PER_SEC: u32 = 10;
+pub(crate) const UPDATES_PER_SEC: u32 = 10;
 /// The most updates one `update` step may repeat.
-pub const MAX_UPDATE_TIMES: u32 = 1000;
+pub(crate) const MAX_UPDATE_TIMES: u32 = 1000;
 
 impl UpdateStep {
     pub fn times(&self) -> u32 {
@@ -378,7 +382,7 @@ impl UpdateStep {
     }
 
     /// The least time the step takes at its pace (its first update is sent at once).
-    pub fn min_duration(&self) -> std::time::Duration {
+    pub(crate) fn min_duration(&self) -> std::time::Duration {
         std::time::Duration::from_millis(u64::from(self.times().saturating_sub(1)) * 1000 / u64::from(UPDATES_PER_SEC))
     }
 
@@ -471,7 +475,7 @@ impl UpdateStep {
     }
 
     /// True when the step changes the pod's spec (the API server then bumps its generation).
-    pub fn changes_spec(&self) -> bool {
+    pub(crate) fn changes_spec(&self) -> bool {
         !self.tolerations.is_empty() || self.active_deadline_seconds.is_some() || !self.container_images.is_empty()
     }
 }
@@ -593,7 +597,7 @@ pub struct ResizeResources {
 
 impl ResizeResources {
     /// As the `resources` of a container in the API.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         if !self.requests.is_empty() {
             m.insert("requests".into(), serde_json::json!(self.requests));
@@ -646,7 +650,7 @@ impl ResizeStep {
     /// The strategic merge patch of `pods/resize`: containers merge by name, so only the named
     /// containers' resources change, and within them only the values given. `init` says which
     /// names are init containers (`spec.initContainers`).
-    pub fn strategic_patch(&self, init: &dyn Fn(&str) -> bool) -> serde_json::Value {
+    pub(crate) fn strategic_patch(&self, init: &dyn Fn(&str) -> bool) -> serde_json::Value {
         let mut spec = serde_json::Map::new();
         for (name, r) in &self.containers {
             let key = if init(name) { "initContainers" } else { "containers" };
