@@ -258,11 +258,7 @@ fn exec_steps(ctx: &mut Ctx, c: &CaseInput, containers: &[ContainerInfo]) -> BTr
             _ => continue,
         };
         let n = name.value.as_str();
-        let ok = !n.is_empty()
-            && n.len() <= 63
-            && n.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-        if !ok {
+        if !is_step_name(n) {
             ctx.err(
                 name,
                 format!("{sp}.name"),
@@ -360,14 +356,18 @@ fn update_steps(
     names
 }
 
+/// A step name marks and expectations refer to: 1-63 characters of a-z, 0-9 and `-`.
+fn is_step_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 63
+        && n.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
 /// An update step's name: a DNS label, and no other update step's.
 fn update_name(ctx: &mut Ctx, u: &UpdateStep, sp: &str, names: &mut BTreeSet<String>) {
     let n = u.name.value.as_str();
-    let ok = !n.is_empty()
-        && n.len() <= 63
-        && n.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !ok {
+    if !is_step_name(n) {
         ctx.err(
             &u.name,
             format!("{sp}.name"),
