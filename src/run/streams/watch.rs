@@ -223,6 +223,19 @@ impl Failure {
 /// How a watch delivery becomes an observer input.
 type ToInput<K> = fn(Timestamp, WatchKind, K) -> Input;
 
+/// What one watch source is: its field selector, the evidence source its gaps name, where its
+/// inputs go, how long it may be down, how an object becomes an input, whether a re-list
+/// reports the objects it no longer has as DELETED, and who waits for its first list.
+struct Watched<K> {
+    fields: Option<String>,
+    source: EvidenceSource,
+    tx: Tx,
+    budget: Duration,
+    to_input: ToInput<K>,
+    track_deletes: bool,
+    established: Option<oneshot::Sender<()>>,
+}
+
 /// Runs kube-runtime's `watcher` on `api` (consistent lists, watches ended by the server after
 /// `WATCH_TIMEOUT_SECS`, `fields` as field selector) until the receiver is dropped or the source
 /// has been down longer than `budget`, and sends what it delivers as observer inputs: the
@@ -235,17 +248,8 @@ type ToInput<K> = fn(Timestamp, WatchKind, K) -> Input;
 /// delivered, or a watch request answered 2xx, learnt from the client the watcher is given
 /// (`cluster::probe_watches`), as the watcher restarts a watch silently and would otherwise
 /// say nothing until the object next changes. `established` fires at the first complete list.
-#[allow(clippy::too_many_arguments)]
-async fn watch_source<K>(
-    api: Api<K>,
-    fields: Option<String>,
-    source: EvidenceSource,
-    tx: Tx,
-    budget: Duration,
-    to_input: ToInput<K>,
-    track_deletes: bool,
-    mut established: Option<oneshot::Sender<()>>,
-) where
+async fn watch_source<K>(api: Api<K>, w: Watched<K>)
+where
     K: Resource<Scope = NamespaceResourceScope, DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
 {
     let namespace = api.namespace().map(str::to_string);
@@ -259,19 +263,24 @@ async fn watch_source<K>(
     let mut config = Config::default()
         .timeout(WATCH_TIMEOUT_SECS)
         .list_semantic(ListSemantic::MostRecent);
-    if let Some(f) = &fields {
+    if let Some(f) = &w.fields {
         config = config.fields(f);
     }
     let start = || watcher::watcher(api.clone(), config.clone()).boxed();
     let mut changes = start();
-    let mut link = Link::new(source.clone(), tx.clone());
-    let mut outage = Outage::new(source, budget);
-    let mut delivered = Delivered::new(track_deletes);
-    // Between `Init` and `InitDone`: the objects of the list in progress.
-    let mut listing: Option<Vec<K>> = None;
+    let tx = w.tx.clone();
+    let mut state = Watching {
+        link: Link::new(w.source.clone(), w.tx.clone()),
+        outage: Outage::new(w.source, w.budget),
+        delivered: Delivered::new(w.track_deletes),
+        listing: None,
+        to_input: w.to_input,
+        established: w.established,
+        tx: w.tx,
+    };
     loop {
         // The stream first: an error already waiting there outranks the answer to the watch
-        // request that opened it (see the `Err` arm).
+        // request that opened it (see `Watching::failed`).
         let change = tokio::select! {
             biased;
             () = tx.closed() => return,
@@ -279,10 +288,9 @@ async fn watch_source<K>(
             Ok(()) = watch_requests.changed() => {
                 // A watch request of this source was answered 2xx: the watch is back, though the
                 // watcher says nothing until the next change.
-                if !link.up().await {
+                if !state.up().await {
                     return;
                 }
-                outage.up();
                 continue;
             }
         };
@@ -291,95 +299,155 @@ async fn watch_source<K>(
             changes = start();
             continue;
         };
-        match change {
-            Ok(Change::Init) => listing = Some(Vec::new()),
-            Ok(Change::InitApply(obj)) => listing.get_or_insert_with(Vec::new).push(obj),
-            Ok(Change::InitDone) => {
-                let listed = listing.take().unwrap_or_default();
-                if !link.up().await {
-                    return;
-                }
-                outage.up();
-                // From the list's resourceVersion on, the watch delivers every change: anything
-                // created after this moment is seen from its first version.
-                if let Some(e) = established.take() {
-                    let _ = e.send(());
-                }
-                let received = Timestamp::now();
-                for obj in delivered.relisted(&listed) {
-                    if !link.send(to_input(received, WatchKind::Deleted, obj)).await {
-                        return;
-                    }
-                }
-                for obj in listed {
-                    if !link.send(to_input(received, WatchKind::Added, obj)).await {
-                        return;
-                    }
-                }
+        let next = match change {
+            Ok(Change::Init) => {
+                state.listing = Some(Vec::new());
+                Next::Poll
             }
+            Ok(Change::InitApply(obj)) => {
+                state.listing.get_or_insert_with(Vec::new).push(obj);
+                Next::Poll
+            }
+            Ok(Change::InitDone) => state.listed().await,
             Ok(Change::Apply(obj)) => {
                 let received = Timestamp::now();
-                if !link.up().await {
-                    return;
-                }
-                outage.up();
-                let kind = delivered.applied(&obj);
-                if !link.send(to_input(received, kind, obj)).await {
-                    return;
-                }
+                state.changed(received, obj, false).await
             }
             Ok(Change::Delete(obj)) => {
                 let received = Timestamp::now();
-                if !link.up().await {
-                    return;
-                }
-                outage.up();
-                delivered.deleted(&obj);
-                if !link.send(to_input(received, WatchKind::Deleted, obj)).await {
-                    return;
+                state.changed(received, obj, true).await
+            }
+            Err(e) => state.failed(&e, &mut watch_requests).await,
+        };
+        match next {
+            Next::Poll => {}
+            Next::Relist => {
+                changes = start();
+                state.listing = None;
+            }
+            Next::Stop => return,
+        }
+    }
+}
+
+/// The answers to a source's watch requests, as `cluster::probe_watches` reports them.
+type WatchRequestsRx = tokio::sync::watch::Receiver<crate::cluster::WatchRequests>;
+
+/// What the watch loop does after one change of the watcher's stream.
+enum Next {
+    /// Polls the watcher again.
+    Poll,
+    /// Starts the watcher over (a fresh list).
+    Relist,
+    /// Ends: the receiver is gone, or the source was lost.
+    Stop,
+}
+
+/// The state of one watch source between two changes of its stream.
+struct Watching<K> {
+    link: Link,
+    outage: Outage,
+    delivered: Delivered<K>,
+    /// Between `Init` and `InitDone`: the objects of the list in progress.
+    listing: Option<Vec<K>>,
+    to_input: ToInput<K>,
+    established: Option<oneshot::Sender<()>>,
+    tx: Tx,
+}
+
+impl<K: Resource<DynamicType = ()> + Clone> Watching<K> {
+    /// The source delivered: its gap (if any) closes. False when the receiver is gone.
+    async fn up(&mut self) -> bool {
+        if !self.link.up().await {
+            return false;
+        }
+        self.outage.up();
+        true
+    }
+
+    /// A list answered in full: the objects a re-list no longer has go as DELETED (when
+    /// tracked), then every listed object as ADDED.
+    async fn listed(&mut self) -> Next {
+        let listed = self.listing.take().unwrap_or_default();
+        if !self.up().await {
+            return Next::Stop;
+        }
+        // From the list's resourceVersion on, the watch delivers every change: anything
+        // created after this moment is seen from its first version.
+        if let Some(e) = self.established.take() {
+            let _ = e.send(());
+        }
+        let received = Timestamp::now();
+        for obj in self.delivered.relisted(&listed) {
+            if !self.link.send((self.to_input)(received, WatchKind::Deleted, obj)).await {
+                return Next::Stop;
+            }
+        }
+        for obj in listed {
+            if !self.link.send((self.to_input)(received, WatchKind::Added, obj)).await {
+                return Next::Stop;
+            }
+        }
+        Next::Poll
+    }
+
+    /// A watched change (received at `received`): a deletion, or an object applied (ADDED when
+    /// it was not known yet, else MODIFIED).
+    async fn changed(&mut self, received: Timestamp, obj: K, deleted: bool) -> Next {
+        if !self.up().await {
+            return Next::Stop;
+        }
+        let kind = if deleted {
+            self.delivered.deleted(&obj);
+            WatchKind::Deleted
+        } else {
+            self.delivered.applied(&obj)
+        };
+        if self.link.send((self.to_input)(received, kind, obj)).await {
+            Next::Poll
+        } else {
+            Next::Stop
+        }
+    }
+
+    /// An error of the watcher: a gap opens (from the last moment the source delivered), then
+    /// a 410 re-lists at once and anything else pauses within the outage budget, beyond which
+    /// the source is lost.
+    async fn failed(&mut self, e: &watcher::Error, watch_requests: &mut WatchRequestsRx) -> Next {
+        // Watch requests answered before this failure say nothing about after it (a 410
+        // event comes in a stream answered 200): only a later answer closes the gap.
+        watch_requests.borrow_and_update();
+        let f = Failure::of(e, self.listing.is_some());
+        match f.until {
+            DeliveredUntil::Now => self.link.delivered_until(Timestamp::now()),
+            DeliveredUntil::LastWatchRequest => {
+                if let Some(sent) = watch_requests.borrow().sent {
+                    self.link.delivered_until(sent);
                 }
             }
-            Err(e) => {
-                // Watch requests answered before this failure say nothing about after it (a 410
-                // event comes in a stream answered 200): only a later answer closes the gap.
-                watch_requests.borrow_and_update();
-                let f = Failure::of(&e, listing.is_some());
-                match f.until {
-                    DeliveredUntil::Now => link.delivered_until(Timestamp::now()),
-                    DeliveredUntil::LastWatchRequest => {
-                        if let Some(sent) = watch_requests.borrow().sent {
-                            link.delivered_until(sent);
-                        }
-                    }
-                    DeliveredUntil::LastUp => {}
+            DeliveredUntil::LastUp => {}
+        }
+        if !self.link.down(&format!("{}: {}", f.stage, f.why)).await {
+            return Next::Stop;
+        }
+        if f.gone {
+            // Re-listed on the next poll; its `InitDone` closes the gap.
+            return if f.restart { Next::Relist } else { Next::Poll };
+        }
+        // The watcher retries on the next poll, so the pause is ours: `util::Backoff`,
+        // the one back-off every retry in podlife uses, lengthened to a 429's
+        // Retry-After, within the outage budget. Not kube-runtime's `StreamBackoff`: it
+        // sees no error's content (no Retry-After) and knows no budget to give up after.
+        match self.outage.failed(f.why, f.retry_after) {
+            Some(pause) => {
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => Next::Poll,
+                    () = self.tx.closed() => Next::Stop,
                 }
-                if !link.down(&format!("{}: {}", f.stage, f.why)).await {
-                    return;
-                }
-                if f.gone {
-                    // Re-listed on the next poll; its `InitDone` closes the gap.
-                    if f.restart {
-                        changes = start();
-                        listing = None;
-                    }
-                    continue;
-                }
-                // The watcher retries on the next poll, so the pause is ours: `util::Backoff`,
-                // the one back-off every retry in podlife uses, lengthened to a 429's
-                // Retry-After, within the outage budget. Not kube-runtime's `StreamBackoff`: it
-                // sees no error's content (no Retry-After) and knows no budget to give up after.
-                match outage.failed(f.why, f.retry_after) {
-                    Some(pause) => {
-                        tokio::select! {
-                            () = tokio::time::sleep(pause) => {}
-                            () = tx.closed() => return,
-                        }
-                    }
-                    None => {
-                        let _ = tx.send(outage.lost()).await;
-                        return;
-                    }
-                }
+            }
+            None => {
+                let _ = self.tx.send(self.outage.lost()).await;
+                Next::Stop
             }
         }
     }
@@ -406,23 +474,31 @@ fn event_input(received: Timestamp, kind: WatchKind, event: Event) -> Input {
 /// spawned but not yet listing saw 20 of 468 live pods first as ContainerCreating).
 pub async fn watch_pods(api: Api<Pod>, name: String, tx: Tx, budget: Duration, established: oneshot::Sender<()>) {
     let fields = Some(format!("metadata.name={name}"));
-    watch_source(
-        api,
+    let w = Watched {
         fields,
-        EvidenceSource::PodWatch,
+        source: EvidenceSource::PodWatch,
         tx,
         budget,
-        pod_input,
-        true,
-        Some(established),
-    )
-    .await
+        to_input: pod_input,
+        track_deletes: true,
+        established: Some(established),
+    };
+    watch_source(api, w).await
 }
 
 /// The Event watch of a case namespace. A 403 (events forbidden) is a gap like any failure:
 /// retried within the budget (RBAC can lag behind an API server restart), then left open.
 pub async fn watch_events(api: Api<Event>, tx: Tx, budget: Duration) {
-    watch_source(api, None, EvidenceSource::Events, tx, budget, event_input, false, None).await
+    let w = Watched {
+        fields: None,
+        source: EvidenceSource::Events,
+        tx,
+        budget,
+        to_input: event_input,
+        track_deletes: false,
+        established: None,
+    };
+    watch_source(api, w).await
 }
 
 #[cfg(test)]
