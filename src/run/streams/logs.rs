@@ -128,10 +128,15 @@ pub async fn follow_log(
         instance: Some(n.instance),
     };
     let mut outage = Outage::new(source.clone(), budget);
-    let mut last: Option<Timestamp> = None;
     let mut client_errors: Option<Instant> = None;
-    // `Some(from)` while a gap is open: the last line seen before the failure (None: none yet).
-    let mut open: Option<Option<Timestamp>> = None;
+    let log = LogSource {
+        api: &api,
+        pod: &pod,
+        n: &n,
+        tx: &tx,
+        source: &source,
+    };
+    let mut seen = Seen::default();
     // The last fetch ended cleanly (no failure since): the kubelet ends a follow when the
     // container's log ends.
     let mut ended_clean = false;
@@ -148,10 +153,10 @@ pub async fn follow_log(
             previous: n.previous,
             timestamps: true,
             // Whole seconds, rounded down (kube would round to the nearest second).
-            since_time: last.and_then(|t| Timestamp::from_second(t.as_second()).ok()),
+            since_time: seen.since(),
             ..LogParams::default()
         };
-        let fetched = fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await;
+        let fetched = log.fetch(&lp, &mut seen).await;
         if matches!(fetched, Fetched::Ended | Fetched::Failed { opened: true, .. }) {
             // The server answered: an outage (if any) is over; later failures count afresh.
             outage.up();
@@ -169,17 +174,17 @@ pub async fn follow_log(
                     // log after its last line is unknown: a gap to the end.
                     let lp = LogParams {
                         follow: false,
-                        since_time: last.and_then(|t| Timestamp::from_second(t.as_second()).ok()),
+                        since_time: seen.since(),
                         ..lp
                     };
                     // A 404 says the pod is gone already (deleted right after its container
                     // ended): the follow's clean end, which the kubelet sends when the container's
                     // log ends, is then all there is. Any other failure (the API away) leaves the
                     // log's end unknown.
-                    match fetch_log(&api, &pod, &lp, &n, &tx, &mut last, &source, &mut open).await {
+                    match log.fetch(&lp, &mut seen).await {
                         Fetched::Failed { code: Some(404), .. } => {}
                         Fetched::Failed { why, .. } => {
-                            open_gap(&tx, &source, &mut open, last, format!("final fetch: {why}")).await;
+                            log.open_gap(&mut seen, format!("final fetch: {why}")).await;
                         }
                         Fetched::Ended | Fetched::Closed => {}
                     }
@@ -203,7 +208,7 @@ pub async fn follow_log(
                 return;
             }
             Fetched::Failed { why, retry, code, .. } => {
-                open_gap(&tx, &source, &mut open, last, why.clone()).await;
+                log.open_gap(&mut seen, why.clone()).await;
                 (why, retry, code)
             }
         };
@@ -240,19 +245,43 @@ async fn ended_with_pod(known: &watch::Receiver<Known>, slot: &(String, u32)) ->
     .is_ok_and(|r| r.is_ok())
 }
 
-/// Opens the log's gap at a failure, from its last line on (once: a gap already open stays).
-async fn open_gap(
-    tx: &Tx,
-    source: &EvidenceSource,
-    open: &mut Option<Option<Timestamp>>,
+/// One container instance's log: where it is read from, and where its lines and gaps go.
+struct LogSource<'a> {
+    api: &'a Api<Pod>,
+    pod: &'a str,
+    n: &'a NewInstance,
+    tx: &'a Tx,
+    source: &'a EvidenceSource,
+}
+
+/// What the fetches of one log have seen so far.
+#[derive(Default)]
+struct Seen {
+    /// The newest line's timestamp.
     last: Option<Timestamp>,
-    why: String,
-) {
-    if open.is_some() {
-        return;
+    /// `Some(from)` while the log's gap is open: the last line seen before the failure (`None`:
+    /// none yet).
+    open: Option<Option<Timestamp>>,
+}
+
+impl Seen {
+    /// Where a resumed fetch starts: the second of the last line (`sinceTime` has whole
+    /// seconds, rounded down here as kube would round to the nearest).
+    fn since(&self) -> Option<Timestamp> {
+        self.last.and_then(|t| Timestamp::from_second(t.as_second()).ok())
     }
-    *open = Some(last);
-    let _ = tx.send(StreamMsg::Input(Input::Gap(log_gap(source, last, why)))).await;
+}
+
+impl LogSource<'_> {
+    /// Opens the log's gap at a failure, from its last line on (once: a gap already open stays).
+    async fn open_gap(&self, seen: &mut Seen, why: String) {
+        if seen.open.is_some() {
+            return;
+        }
+        seen.open = Some(seen.last);
+        let gap = log_gap(self.source, seen.last, why);
+        let _ = self.tx.send(StreamMsg::Input(Input::Gap(gap))).await;
+    }
 }
 
 /// A log known complete up to its line at `last` (node clock), unknown after it.
@@ -291,119 +320,113 @@ fn log_unreadable(line: &str) -> Fetched {
     }
 }
 
-/// One log request: sends every complete line; a line left unfinished is sent only when the
-/// stream ended cleanly and was not a follow that will be resumed.
-#[allow(clippy::too_many_arguments)]
-async fn fetch_log(
-    api: &Api<Pod>,
-    pod: &str,
-    lp: &LogParams,
-    n: &NewInstance,
-    tx: &Tx,
-    last: &mut Option<Timestamp>,
-    source: &EvidenceSource,
-    open: &mut Option<Option<Timestamp>>,
-) -> Fetched {
-    let stream = match api.log_stream(pod, lp).await {
-        Ok(s) => s,
-        Err(e) => {
-            let (why, retry, code) = explain(&e);
-            return Fetched::Failed {
-                why,
-                retry,
-                code,
-                opened: false,
-            };
-        }
-    };
-    let mut stream = std::pin::pin!(stream);
-    let mut reader = LineReader::default();
-    let send = |line: String, last: &mut Option<Timestamp>| {
-        if let Some((t, _)) = crate::observe::observer::parse_log_line(&line) {
-            *last = Some(last.map_or(t, |l| l.max(t)));
-        }
-        tx.send(StreamMsg::Input(Input::Log {
-            received: Some(Timestamp::now()),
-            container: n.container.clone(),
-            instance: Some(n.instance),
-            line,
-        }))
-    };
-    // With a gap open, the first line of this (resumed) fetch decides whether anything was lost.
-    let mut first = true;
-    loop {
-        match reader.next_line(&mut stream).await {
-            // Asked with timestamps, every log line has one. The kubelet answers a log it cannot
-            // read (its file gone: an evicted pod, a removed container) with 200 and its error as
-            // the body ("unable to retrieve container logs for ...", "failed to try resolving
-            // symlinks in path ..."): the log is gone, as a 404 says, never a line of it.
-            Ok(Some(line)) if is_kubelet_error(&line) => return log_unreadable(&line),
-            Ok(Some(line)) => {
-                if std::mem::take(&mut first)
-                    && let Some(from) = *open
-                {
-                    let t = crate::observe::observer::parse_log_line(&line).map(|(t, _)| t);
-                    let proven = match (from, t) {
-                        // Nothing was seen before: a fetch from the log's start loses nothing.
-                        (None, _) => lp.since_time.is_none(),
-                        // The resumed window overlaps what was received.
-                        (Some(l), Some(t)) => t <= l,
-                        (Some(_), None) => false,
-                    };
-                    let msg = match (proven, t) {
-                        (true, _) => Some(Input::Resumed { source: source.clone() }),
-                        // Lines resume after a hole: the gap ends where they resume.
-                        (false, Some(t)) => Some(Input::SourceUp {
-                            source: source.clone(),
-                            at: t,
-                        }),
-                        // A line without a timestamp proves nothing: the gap stays open.
-                        (false, None) => None,
-                    };
-                    if let Some(msg) = msg {
-                        *open = None;
-                        if tx.send(StreamMsg::Input(msg)).await.is_err() {
-                            return Fetched::Closed;
+impl LogSource<'_> {
+    /// One log request: sends every complete line; a line left unfinished is sent only when the
+    /// stream ended cleanly and was not a follow that will be resumed.
+    async fn fetch(&self, lp: &LogParams, seen: &mut Seen) -> Fetched {
+        let (api, pod, n, tx, source) = (self.api, self.pod, self.n, self.tx, self.source);
+        let (last, open) = (&mut seen.last, &mut seen.open);
+        let stream = match api.log_stream(pod, lp).await {
+            Ok(s) => s,
+            Err(e) => {
+                let (why, retry, code) = explain(&e);
+                return Fetched::Failed {
+                    why,
+                    retry,
+                    code,
+                    opened: false,
+                };
+            }
+        };
+        let mut stream = std::pin::pin!(stream);
+        let mut reader = LineReader::default();
+        let send = |line: String, last: &mut Option<Timestamp>| {
+            if let Some((t, _)) = crate::observe::observer::parse_log_line(&line) {
+                *last = Some(last.map_or(t, |l| l.max(t)));
+            }
+            tx.send(StreamMsg::Input(Input::Log {
+                received: Some(Timestamp::now()),
+                container: n.container.clone(),
+                instance: Some(n.instance),
+                line,
+            }))
+        };
+        // With a gap open, the first line of this (resumed) fetch decides whether anything was lost.
+        let mut first = true;
+        loop {
+            match reader.next_line(&mut stream).await {
+                // Asked with timestamps, every log line has one. The kubelet answers a log it cannot
+                // read (its file gone: an evicted pod, a removed container) with 200 and its error as
+                // the body ("unable to retrieve container logs for ...", "failed to try resolving
+                // symlinks in path ..."): the log is gone, as a 404 says, never a line of it.
+                Ok(Some(line)) if is_kubelet_error(&line) => return log_unreadable(&line),
+                Ok(Some(line)) => {
+                    if std::mem::take(&mut first)
+                        && let Some(from) = *open
+                    {
+                        let t = crate::observe::observer::parse_log_line(&line).map(|(t, _)| t);
+                        let proven = match (from, t) {
+                            // Nothing was seen before: a fetch from the log's start loses nothing.
+                            (None, _) => lp.since_time.is_none(),
+                            // The resumed window overlaps what was received.
+                            (Some(l), Some(t)) => t <= l,
+                            (Some(_), None) => false,
+                        };
+                        let msg = match (proven, t) {
+                            (true, _) => Some(Input::Resumed { source: source.clone() }),
+                            // Lines resume after a hole: the gap ends where they resume.
+                            (false, Some(t)) => Some(Input::SourceUp {
+                                source: source.clone(),
+                                at: t,
+                            }),
+                            // A line without a timestamp proves nothing: the gap stays open.
+                            (false, None) => None,
+                        };
+                        if let Some(msg) = msg {
+                            *open = None;
+                            if tx.send(StreamMsg::Input(msg)).await.is_err() {
+                                return Fetched::Closed;
+                            }
                         }
                     }
-                }
-                if send(line, last).await.is_err() {
-                    return Fetched::Closed;
-                }
-            }
-            Ok(None) => {
-                let pending = reader.pending();
-                if let Some(line) = pending.as_deref().filter(|l| is_kubelet_error(l)) {
-                    return log_unreadable(line);
-                }
-                // A follow that ends may be resumed: its unfinished line comes again whole.
-                if !lp.follow
-                    && let Some(line) = pending
-                    && send(line, last).await.is_err()
-                {
-                    return Fetched::Closed;
-                }
-                // An empty log read from its start lost nothing either.
-                if first && *open == Some(None) && lp.since_time.is_none() {
-                    *open = None;
-                    if tx
-                        .send(StreamMsg::Input(Input::Resumed { source: source.clone() }))
-                        .await
-                        .is_err()
-                    {
+                    if send(line, last).await.is_err() {
                         return Fetched::Closed;
                     }
                 }
-                return Fetched::Ended;
-            }
-            Err(e) => {
-                reader.discard();
-                return Fetched::Failed {
-                    why: format!("log stream broke: {e}"),
-                    retry: None,
-                    code: None,
-                    opened: true,
-                };
+                Ok(None) => {
+                    let pending = reader.pending();
+                    if let Some(line) = pending.as_deref().filter(|l| is_kubelet_error(l)) {
+                        return log_unreadable(line);
+                    }
+                    // A follow that ends may be resumed: its unfinished line comes again whole.
+                    if !lp.follow
+                        && let Some(line) = pending
+                        && send(line, last).await.is_err()
+                    {
+                        return Fetched::Closed;
+                    }
+                    // An empty log read from its start lost nothing either.
+                    if first && *open == Some(None) && lp.since_time.is_none() {
+                        *open = None;
+                        if tx
+                            .send(StreamMsg::Input(Input::Resumed { source: source.clone() }))
+                            .await
+                            .is_err()
+                        {
+                            return Fetched::Closed;
+                        }
+                    }
+                    return Fetched::Ended;
+                }
+                Err(e) => {
+                    reader.discard();
+                    return Fetched::Failed {
+                        why: format!("log stream broke: {e}"),
+                        retry: None,
+                        code: None,
+                        opened: true,
+                    };
+                }
             }
         }
     }
