@@ -723,9 +723,9 @@ struct TrialPlan {
 impl TrialPlan {
     /// Runs every repetition and retry of the case and sums them up in its report.
     fn run(&self, mut report: CaseReport) -> CaseReport {
-        let (case, source, env, handle) = (&self.case, &*self.source, &self.env, &self.handle);
+        let (case, source, env) = (&self.case, &*self.source, &self.env);
         let (retries, repeat, interrupted) = (self.retries, self.repeat, &*self.interrupted);
-        let (inject_panic, recorded) = (self.inject_panic, self.recorded.as_deref());
+        let recorded = self.recorded.as_deref();
         if interrupted.load(std::sync::atomic::Ordering::SeqCst) {
             report.status = CaseStatus::NotRun;
             report.ignore_reason = Some("not run: the run was interrupted".into());
@@ -752,32 +752,7 @@ impl TrialPlan {
                     },
                     None => attempt_no + 1,
                 };
-                let started = Timestamp::now();
-                let t0 = std::time::Instant::now();
-                let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    if inject_panic {
-                        panic!("injected by the panic_in_case test hook");
-                    }
-                    match source {
-                        Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
-                        // Boxed: the case's state machine lives on the heap for as long as it
-                        // runs, not on this thread's stack, whose touched pages would stay
-                        // resident for the thread's life (hundreds of threads in a fleet).
-                        Source::Live(client) => {
-                            handle.block_on(Box::pin(case::live_case(client.clone(), case, env, attempt_no)))
-                        }
-                    }
-                }))
-                .unwrap_or_else(|p| {
-                    let a = panicked(&*p, started, t0);
-                    // The attempt's recording ends with the crash, so a replay reports it the same way.
-                    if let (Source::Live(_), Some(root)) = (source, &env.record)
-                        && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
-                    {
-                        eprintln!("warning: recording of a crashed attempt: {e}");
-                    }
-                    a
-                });
+                let attempt = self.attempt(attempt_no, k);
                 attempt_no += 1;
                 let status = attempt.status;
                 report.attempts.push(attempt);
@@ -809,48 +784,89 @@ impl TrialPlan {
                     );
                 }
             }
-            // Undecided in every attempt, each past the same bound on the same side: the node
-            // is outside it, whatever the streams' delays (see `judge::beyond_in_every_attempt`).
-            let rep_attempts = &mut report.attempts[attempt_no - n..attempt_no];
-            if n > 1 && rep_attempts.iter().all(|a| a.status == AttemptStatus::Undecided) {
-                let verdicts: Vec<&[crate::judge::Verdict]> =
-                    rep_attempts.iter().map(|a| a.verdicts.as_slice()).collect();
-                if let Some((pos, v)) = crate::judge::beyond_in_every_attempt(&verdicts)
-                    && let Some(last) = rep_attempts.last_mut()
-                {
-                    last.verdicts[pos] = v;
-                    last.status = AttemptStatus::Failed;
-                }
-            }
+            beyond_in_every_attempt(&mut report.attempts[attempt_no - n..attempt_no]);
             report.repetitions.push(n);
         }
-        let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
-        // A failure of the node in any attempt (retries included) makes a later pass flaky; a
-        // harness error or an undecided attempt does not.
-        let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
-        report.status = stats::case_status(&outcomes, node_failed);
-        if report.status == CaseStatus::Ignored {
-            // A recording that does not answer the case (it changed since): the reason is why.
-            report.ignore_reason = report.attempts.last().and_then(|a| a.error.clone());
-        }
-        report.pass_rate = stats::pass_rate(&outcomes);
-        let mut ends = vec![];
-        let mut i = 0;
-        for n in &report.repetitions {
-            i += n;
-            if let Some(a) = report.attempts.get(i - 1) {
-                ends.push(a);
-            }
-        }
-        report.measurements = stats::measure_stats(&ends);
-        report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
-        // Earlier attempts are judged and recorded: their timelines are no longer needed.
-        for a in &mut report.attempts {
-            a.timeline = None;
-        }
-        report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
-        report
+        sum_up(report)
     }
+
+    /// Runs attempt number `attempt_no` (from 0; `k`, from 1, is the recording a replay reads):
+    /// a panic in it is the attempt's harness error, and ends a live attempt's recording.
+    fn attempt(&self, attempt_no: usize, k: usize) -> Attempt {
+        let (case, source, env, handle) = (&self.case, &*self.source, &self.env, &self.handle);
+        let started = Timestamp::now();
+        let t0 = std::time::Instant::now();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if self.inject_panic {
+                panic!("injected by the panic_in_case test hook");
+            }
+            match source {
+                Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
+                // Boxed: the case's state machine lives on the heap for as long as it
+                // runs, not on this thread's stack, whose touched pages would stay
+                // resident for the thread's life (hundreds of threads in a fleet).
+                Source::Live(client) => {
+                    handle.block_on(Box::pin(case::live_case(client.clone(), case, env, attempt_no)))
+                }
+            }
+        }))
+        .unwrap_or_else(|p| {
+            let a = panicked(&*p, started, t0);
+            // The attempt's recording ends with the crash, so a replay reports it the same way.
+            if let (Source::Live(_), Some(root)) = (source, &env.record)
+                && let Err(e) = record::close_after_panic(root, case, env.node.as_deref(), attempt_no + 1, &a)
+            {
+                eprintln!("warning: recording of a crashed attempt: {e}");
+            }
+            a
+        })
+    }
+}
+
+/// Undecided in every attempt of a repetition, each past the same bound on the same side: the
+/// node is outside it, whatever the streams' delays (see `judge::beyond_in_every_attempt`), and
+/// the last attempt fails.
+fn beyond_in_every_attempt(rep_attempts: &mut [Attempt]) {
+    if rep_attempts.len() > 1 && rep_attempts.iter().all(|a| a.status == AttemptStatus::Undecided) {
+        let verdicts: Vec<&[crate::judge::Verdict]> = rep_attempts.iter().map(|a| a.verdicts.as_slice()).collect();
+        if let Some((pos, v)) = crate::judge::beyond_in_every_attempt(&verdicts)
+            && let Some(last) = rep_attempts.last_mut()
+        {
+            last.verdicts[pos] = v;
+            last.status = AttemptStatus::Failed;
+        }
+    }
+}
+
+/// The case's status, pass rate and measurements from its attempts, with the last attempt's
+/// timeline kept for the reports (the others are judged and recorded, and dropped).
+fn sum_up(mut report: CaseReport) -> CaseReport {
+    let outcomes = stats::repetition_outcomes(&report.attempts, &report.repetitions);
+    // A failure of the node in any attempt (retries included) makes a later pass flaky; a
+    // harness error or an undecided attempt does not.
+    let node_failed = report.attempts.iter().any(|a| a.status == AttemptStatus::Failed);
+    report.status = stats::case_status(&outcomes, node_failed);
+    if report.status == CaseStatus::Ignored {
+        // A recording that does not answer the case (it changed since): the reason is why.
+        report.ignore_reason = report.attempts.last().and_then(|a| a.error.clone());
+    }
+    report.pass_rate = stats::pass_rate(&outcomes);
+    let mut ends = vec![];
+    let mut i = 0;
+    for n in &report.repetitions {
+        i += n;
+        if let Some(a) = report.attempts.get(i - 1) {
+            ends.push(a);
+        }
+    }
+    report.measurements = stats::measure_stats(&ends);
+    report.timeline = report.attempts.last_mut().and_then(|a| a.timeline.take());
+    // Earlier attempts are judged and recorded: their timelines are no longer needed.
+    for a in &mut report.attempts {
+        a.timeline = None;
+    }
+    report.node = report.timeline.as_ref().and_then(|t| t.pod.node.clone());
+    report
 }
 
 /// Why an attempt was undecided, in a few words: its first undecided verdict's cause.
