@@ -114,17 +114,8 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     let (cancel_tx, cancel_rx) = tokio::sync::watch::channel(false);
     let live_namespaces: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let mut env = case_env(opts, &fingerprint, &run_id, cancel_rx, live_namespaces.clone());
-    // Live: probe the API once a second for the whole run (see `health`).
-    let mut health_task = None;
-    if let Source::Live(client) = &source {
-        let h = Arc::new(health::ApiHealth::new(fresh));
-        let nodes = fingerprint.nodes.iter().map(|n| n.name.clone()).collect();
-        health_task = Some(rt.spawn(h.clone().probe(client.clone(), nodes)));
-        env.api_health = Some(h);
-    }
-    if let Source::Live(_) = &source
-        && opts.record
-    {
+    let health_task = start_health(&mut env, &source, rt, fresh, &fingerprint);
+    if matches!(source, Source::Live(_)) && opts.record {
         env.record = start_recording(opts, &run_id, &fingerprint, &cases);
     }
     let (interrupted, interrupted_by) = on_interrupt(rt, interrupts, cancel_tx, &run_id);
@@ -141,191 +132,41 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
     let threads = thread_count(opts, &fleet, &fingerprint, cases.len()).min(opts.budget.cases_at_once());
     // With --each-node, libtest-mimic's threads only wait for results: the cases run in per-node
     // lanes (see `Lanes`), so how many run at once is bounded per node, not overall.
-    let args = libtest_run_args(
-        opts,
-        if fleet.is_empty() {
-            threads
-        } else {
-            (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
-        },
-    );
-    // Start slots: per node with --each-node, else shared by the Ready nodes the pods may land
-    // on; and the cluster's, shared by every case of the run.
-    let semaphore = |n: usize| (n > 0).then(|| Arc::new(tokio::sync::Semaphore::new(n)));
-    env.starts.cluster = semaphore(opts.budget.starting);
-    env.pacer = super::budget::Pacer::new(opts.budget.requests_per_second);
-    let start_slots: BTreeMap<String, Option<Arc<tokio::sync::Semaphore>>> = fleet
-        .iter()
-        .map(|n| (n.name.clone(), semaphore(opts.starts_per_node)))
-        .collect();
-    if fleet.is_empty() {
-        let ready = fingerprint.nodes.iter().filter(|n| n.ready).count().max(1);
-        env.starts.node = semaphore(opts.starts_per_node * ready);
-    }
+    let waiters = if fleet.is_empty() {
+        threads
+    } else {
+        (cases.len() * per_case).clamp(1, LIBTEST_WAITERS)
+    };
+    let args = libtest_run_args(opts, waiters);
+    let start_slots = start_slots(&mut env, opts, &fleet, &fingerprint);
     let mut lanes = Lanes::default();
     // One slot per case: a case is reported exactly once, whatever libtest-mimic does with it.
-    let slots: Arc<Mutex<Vec<Option<CaseReport>>>> = Arc::new(Mutex::new(vec![None; cases.len() * per_case]));
-    // Selected cases that libtest-mimic will not run (ignored), and those it will.
-    let mut ignored_reports: Vec<(usize, CaseReport)> = vec![];
-    let mut running: Vec<(usize, CaseReport)> = vec![];
-    let server = fingerprint.server_minor();
-    // Replaying a run folder: how many attempts each repetition of each case made live.
-    let replay_plan = replay_plan(&source);
+    let slots: Slots = Arc::new(Mutex::new(vec![None; cases.len() * per_case]));
     let source = Arc::new(source);
-    // Longest first (by typical duration, else timeout): with N slots per node the run then
-    // ends soon after its slowest case, and the short cases spread over the whole run instead
-    // of crowding its end (longest-processing-time-first scheduling).
-    let mut cases = cases;
-    cases.sort_by_key(|(_, c)| std::cmp::Reverse(opts.durations.expected(&c.full_name(), c.timeout)));
-    // Each case's copies on every node side by side, so every node's lane gets its longest
-    // cases first too. The copies share the case and its suite file's name: a fleet has
-    // thousands of copies, and a case (its rendered manifests) or a suite (all its cases) each
-    // copied would make memory grow with cases × nodes.
-    let work: Vec<(Arc<String>, Arc<LoadedCase>, Option<NodeInfo>)> = cases
-        .into_iter()
-        .flat_map(|(s, c)| {
-            let on: Vec<Option<NodeInfo>> = if fleet.is_empty() {
-                vec![None]
-            } else {
-                fleet.iter().cloned().map(Some).collect()
-            };
-            let (file, case) = (Arc::new(s.path.display().to_string()), Arc::new(c));
-            on.into_iter().map(move |n| (file.clone(), case.clone(), n))
-        })
-        .collect();
-    let mut trials = vec![];
-    // Where judged cases' timelines go (see `spill_timeline`).
-    let spill_dir = Arc::new(opts.reports_dir.join(&run_id));
-    // Per node (one entry without --each-node): the expected durations of the cases that run,
-    // in the order the lane runs them, and how many of them are only known by their timeout.
-    let mut expected: Vec<(Vec<Duration>, usize)> = vec![(vec![], 0); per_case];
-    // Each trial's node index and its place in that node's list (for the console's order).
-    let mut trial_at: Vec<(usize, Option<usize>)> = vec![];
-    for (slot, (suite, case, node)) in work.into_iter().enumerate() {
-        let node_name = node.as_ref().map(|n| n.name.clone());
-        let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), server, &source);
-        let name = crate::results::case_id(&case.suite, case.name(), node_name.as_deref());
-        let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
-        // podlife filters (libtest-mimic is given no filter): a filter naming the case selects
-        // each of its node copies, which libtest's own `--exact` would not.
-        if !opts.selection().selects(&case.full_name(), &name) {
-            continue;
-        }
-        let runs = !args.is_ignored(&probe);
-        let node_index = if fleet.is_empty() { 0 } else { slot % per_case };
-        let mut place = None;
-        if runs {
-            let e = &mut expected[node_index];
-            let full = case.full_name();
-            place = Some(e.0.len());
-            e.0.push(opts.durations.expected(&full, case.timeout) * opts.repeat.max(1));
-            e.1 += usize::from(opts.durations.of(&full).is_none());
-        }
-        let slots = slots.clone();
-        let mut env = env.clone();
-        if let Some(n) = &node {
-            env.target = opts.target.on_node(n);
-            env.node = Some(n.name.clone());
-            env.starts.node = start_slots.get(&n.name).cloned().flatten();
-        }
-        let suite_file = suite.to_string();
-        let base = CaseReport {
-            suite: case.suite.clone(),
-            suite_file,
-            case: case.name().to_string(),
-            description: case.spec.description.clone(),
-            reference: case.spec.reference.clone(),
-            tags: case.tags.clone(),
-            upstream: case.spec.upstream.clone(),
-            status: CaseStatus::Ignored,
-            ignore_reason: reason.clone(),
-            attempts: vec![],
-            repetitions: vec![],
-            pass_rate: 0.0,
-            measurements: vec![],
-            node: None,
-            target_node: node_name.clone(),
-            timeline_file: None,
-            timeline: None,
-        };
-        if !runs {
-            // libtest-mimic prints "ignored" without a reason; say why once, up front.
-            if !opts.quiet {
-                eprintln!(
-                    "ignored {}: {}",
-                    name,
-                    crate::util::printable(reason.as_deref().unwrap_or("ignored"))
-                );
-            }
-            ignored_reports.push((slot, base.clone()));
-        } else if runs {
-            running.push((slot, base.clone()));
-        }
-        let plan = TrialPlan {
-            inject_panic: opts.panic_in_case.as_deref() == Some(name.as_str())
-                || opts.panic_in_case.as_deref() == Some(case.full_name().as_str()),
-            recorded: replay_plan.get(&name).cloned(),
-            case,
-            source: source.clone(),
-            env,
-            handle: rt.handle().clone(),
-            retries: opts.retries,
-            undecided_retries: opts.undecided_retries,
-            quiet: opts.quiet,
-            repeat: opts.repeat,
-            interrupted: interrupted.clone(),
-        };
-        let fallback = base.clone();
-        let lane_base = base.clone();
-        let spill = spill_dir.clone();
-        let job = move || {
-            // A panic anywhere in running or summarising the case becomes an error of this case
-            // (libtest-mimic would otherwise print it as a failure we never hear of).
-            let mut report =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.run(base))).unwrap_or_else(|p| {
-                    let mut r = fallback.clone();
-                    r.status = CaseStatus::Error;
-                    r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
-                    r.repetitions = vec![1];
-                    r
-                });
-            // As soon as it is judged: in a lane, its result may wait a while to be printed.
-            spill_timeline(&spill, &mut report);
-            report
-        };
-        // In a lane the case runs as soon as its node has a free slot; the trial only waits.
-        let job: Box<dyn FnOnce() -> CaseReport + Send> = match &node_name {
-            Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
-            _ => Box::new(job),
-        };
-        let trial = libtest_mimic::Trial::ignorable_test(name, move || {
-            let report = job();
-            // Evidence quotes logs and recordings: printed, it must not drive the terminal.
-            let message = crate::util::printable_lines(&failure_message(&report));
-            let status = report.status;
-            let ignored_why = report.ignore_reason.as_deref().map(crate::util::printable);
-            slots.lock().expect("reports")[slot] = Some(report);
-            match status {
-                CaseStatus::Passed => Ok(libtest_mimic::Completion::Completed),
-                // Seen failing and passing: not certified, so not "ok".
-                CaseStatus::Flaky => Err(message.into()),
-                // Not a failure of the node: the console says so instead of "FAILED".
-                CaseStatus::Interrupted => Ok(libtest_mimic::Completion::ignored_with("interrupted")),
-                CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
-                    "not run: the run was interrupted",
-                )),
-                // Ignored after it ran: a recording that does not answer the case says why.
-                CaseStatus::Ignored => Ok(match ignored_why {
-                    Some(why) => libtest_mimic::Completion::ignored_with(why),
-                    None => libtest_mimic::Completion::ignored(),
-                }),
-                CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => Err(message.into()),
-            }
-        })
-        .with_ignored_flag(ignored);
-        trials.push(trial);
-        trial_at.push((node_index, place));
-    }
+    let maker = TrialMaker {
+        opts,
+        args: &args,
+        per_case,
+        each_node: !fleet.is_empty(),
+        server: fingerprint.server_minor(),
+        // Replaying a run folder: how many attempts each repetition of each case made live.
+        replay_plan: replay_plan(&source),
+        source: source.clone(),
+        start_slots,
+        env,
+        // Where judged cases' timelines go (see `spill_timeline`).
+        spill_dir: Arc::new(opts.reports_dir.join(&run_id)),
+        handle: rt.handle().clone(),
+        interrupted: interrupted.clone(),
+        slots: slots.clone(),
+    };
+    let Trials {
+        mut trials,
+        trial_at,
+        expected,
+        ignored_reports,
+        running,
+    } = maker.make(case_work(cases, &fleet, opts), &mut lanes);
     let nothing_selected = trials.is_empty();
     if nothing_selected {
         eprintln!(
@@ -333,16 +174,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             opts.filter.as_deref().unwrap_or_default()
         );
     }
-    let (durations, by_timeout) = expected.iter().max_by_key(|e| e.0.len()).cloned().unwrap_or_default();
-    let mut plan = crate::results::plan::Plan::new(
-        &durations,
-        fleet.len(),
-        fleet_groups(&fleet, &fingerprint),
-        threads,
-        opts.budget,
-        by_timeout,
-    );
-    plan.identical = fingerprint.identical.len();
+    let plan = fleet_plan(&expected, &fleet, &fingerprint, threads, opts);
     // A replay takes the time of reading its recordings, not the plan's.
     let live = matches!(&*source, Source::Live(_));
     if live && !opts.quiet && !opts.list && !nothing_selected {
@@ -363,9 +195,153 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         eprintln!("warning: the console output stopped (stdout closed?); the run went on, see the reports");
     }
     let mut cases = collect_reports(&slots, ignored_reports, running, printed.is_err());
+    let leftovers = leftovers(&mut cases, &source, rt, &live_namespaces, &run_id, opts);
+    if let Some(t) = health_task {
+        t.abort();
+    }
+    let interrupt = *interrupted_by.lock().expect("interrupt");
+    let mut summary = summary(cases, leftovers, fingerprint, opts, &run_id, started);
+    summary.interrupted = interrupted.load(std::sync::atomic::Ordering::SeqCst);
+    summary.interrupted_by = interrupt.map(|i| i.name.to_string());
+    summary.plan = (live && !nothing_selected).then_some(plan);
+    crate::results::fleet::fill_odd_nodes(&mut summary);
+    let report_dir = opts.reports_dir.join(&run_id);
+    RunOutcome {
+        any_failed: any_failed(&summary),
+        summary,
+        report_dir,
+        interrupt,
+        nothing_selected,
+    }
+}
+
+/// One case on one node (no node without `--each-node`), with its suite file's name.
+type Work = (Arc<String>, Arc<LoadedCase>, Option<NodeInfo>);
+
+/// The cases to run, longest first (by typical duration, else timeout): with N slots per node
+/// the run then ends soon after its slowest case, and the short cases spread over the whole run
+/// instead of crowding its end (longest-processing-time-first scheduling). Each case's copies on
+/// every node side by side, so every node's lane gets its longest cases first too. The copies
+/// share the case and its suite file's name: a fleet has thousands of copies, and a case (its
+/// rendered manifests) or a suite (all its cases) each copied would make memory grow with cases
+/// × nodes.
+fn case_work(mut cases: Vec<(Suite, LoadedCase)>, fleet: &[NodeInfo], opts: &RunOptions) -> Vec<Work> {
+    cases.sort_by_key(|(_, c)| std::cmp::Reverse(opts.durations.expected(&c.full_name(), c.timeout)));
+    cases
+        .into_iter()
+        .flat_map(|(s, c)| {
+            let on: Vec<Option<NodeInfo>> = if fleet.is_empty() {
+                vec![None]
+            } else {
+                fleet.iter().cloned().map(Some).collect()
+            };
+            let (file, case) = (Arc::new(s.path.display().to_string()), Arc::new(c));
+            on.into_iter().map(move |n| (file.clone(), case.clone(), n))
+        })
+        .collect()
+}
+
+/// A case's report before it runs: what the suite says of it, where it is to run, and (if it
+/// is ignored) why.
+fn base_report(
+    case: &LoadedCase,
+    suite_file: String,
+    target_node: Option<String>,
+    reason: Option<String>,
+) -> CaseReport {
+    CaseReport {
+        suite: case.suite.clone(),
+        suite_file,
+        case: case.name().to_string(),
+        description: case.spec.description.clone(),
+        reference: case.spec.reference.clone(),
+        tags: case.tags.clone(),
+        upstream: case.spec.upstream.clone(),
+        status: CaseStatus::Ignored,
+        ignore_reason: reason,
+        attempts: vec![],
+        repetitions: vec![],
+        pass_rate: 0.0,
+        measurements: vec![],
+        node: None,
+        target_node,
+        timeline_file: None,
+        timeline: None,
+    }
+}
+
+/// What runs one case: its trial plan, a panic anywhere in running or summarising it becoming an
+/// error of this case (libtest-mimic would otherwise print it as a failure we never hear of),
+/// and its timeline spilled as soon as it is judged (in a lane, its result may wait a while to
+/// be printed).
+fn case_job(plan: TrialPlan, base: CaseReport, spill: Arc<PathBuf>) -> impl FnOnce() -> CaseReport + Send + 'static {
+    move || {
+        let fallback = base.clone();
+        let mut report =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| plan.run(base))).unwrap_or_else(|p| {
+                let mut r = fallback;
+                r.status = CaseStatus::Error;
+                r.attempts = vec![panicked(&*p, Timestamp::now(), std::time::Instant::now())];
+                r.repetitions = vec![1];
+                r
+            });
+        spill_timeline(&spill, &mut report);
+        report
+    }
+}
+
+/// The reports of a run's cases, one slot per case: a case is reported exactly once, whatever
+/// libtest-mimic does with it.
+type Slots = Arc<Mutex<Vec<Option<CaseReport>>>>;
+
+/// The libtest-mimic trial of one case: it runs `job`, files the report in its slot and tells
+/// libtest-mimic how to print it.
+fn libtest_trial(
+    name: String,
+    job: Box<dyn FnOnce() -> CaseReport + Send>,
+    slots: Slots,
+    slot: usize,
+) -> libtest_mimic::Trial {
+    libtest_mimic::Trial::ignorable_test(name, move || {
+        let report = job();
+        // Evidence quotes logs and recordings: printed, it must not drive the terminal.
+        let message = crate::util::printable_lines(&failure_message(&report));
+        let status = report.status;
+        let ignored_why = report.ignore_reason.as_deref().map(crate::util::printable);
+        slots.lock().expect("reports")[slot] = Some(report);
+        match status {
+            CaseStatus::Passed => Ok(libtest_mimic::Completion::Completed),
+            // Seen failing and passing: not certified, so not "ok".
+            CaseStatus::Flaky => Err(message.into()),
+            // Not a failure of the node: the console says so instead of "FAILED".
+            CaseStatus::Interrupted => Ok(libtest_mimic::Completion::ignored_with("interrupted")),
+            CaseStatus::NotRun => Ok(libtest_mimic::Completion::ignored_with(
+                "not run: the run was interrupted",
+            )),
+            // Ignored after it ran: a recording that does not answer the case says why.
+            CaseStatus::Ignored => Ok(match ignored_why {
+                Some(why) => libtest_mimic::Completion::ignored_with(why),
+                None => libtest_mimic::Completion::ignored(),
+            }),
+            CaseStatus::Failed | CaseStatus::Undecided | CaseStatus::Error => Err(message.into()),
+        }
+    })
+}
+
+/// The run's leftovers. A case's leftover (still terminating, or its DELETE failed) stays
+/// registered, and a live run's sweep checks it again: the leftovers are those the sweep finds
+/// at the end; a replay's are those its cases recorded.
+fn leftovers(
+    cases: &mut [CaseReport],
+    source: &Source,
+    rt: &tokio::runtime::Runtime,
+    live_namespaces: &Mutex<BTreeMap<String, String>>,
+    run_id: &str,
+    opts: &RunOptions,
+) -> Vec<String> {
     // A case's leftover (still terminating, or its DELETE failed) stays registered, and the
     // sweep checks it again: the run's leftovers are those the sweep finds at the end.
-    let mut leftovers: Vec<String> = if matches!(&*source, Source::Live(_)) {
+    let mut leftovers: Vec<String> = if matches!(source, Source::Live(_)) {
         vec![]
     } else {
         cases
@@ -374,7 +350,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             .filter_map(|a| a.cleanup.leftover.clone())
             .collect()
     };
-    if let Source::Live(client) = &*source {
+    if let Source::Live(client) = source {
         // Namespaces still registered belong to cases that never got to their cleanup (Ctrl-C,
         // a panic) or did not see them go; the label finds creates whose answer was lost. Kept
         // ones stay.
@@ -393,7 +369,7 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             .collect();
         let (left, left_namespaces) = rt.block_on(sweep::sweep(
             client.clone(),
-            &run_id,
+            run_id,
             registered,
             &handled,
             &terminating,
@@ -411,14 +387,22 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
             }
         }
     }
-    if let Some(t) = health_task {
-        t.abort();
-    }
-    let interrupt = *interrupted_by.lock().expect("interrupt");
+    leftovers
+}
+
+/// The run's summary from its cases and leftovers (interruption and plan are the caller's).
+fn summary(
+    cases: Vec<CaseReport>,
+    leftovers: Vec<String>,
+    fingerprint: Fingerprint,
+    opts: &RunOptions,
+    run_id: &str,
+    started: Timestamp,
+) -> RunSummary {
     let count = |s: CaseStatus| cases.iter().filter(|c| c.status == s).count();
     let fleet_view = stats::fleet(&cases, &fingerprint);
-    let mut summary = RunSummary {
-        run_id: run_id.clone(),
+    RunSummary {
+        run_id: run_id.to_string(),
         started,
         finished: Timestamp::now(),
         fingerprint,
@@ -430,36 +414,198 @@ pub fn execute(ex: Execution<'_>) -> RunOutcome {
         ignored: count(CaseStatus::Ignored),
         interrupted_cases: count(CaseStatus::Interrupted),
         not_run: count(CaseStatus::NotRun),
-        interrupted: interrupted.load(std::sync::atomic::Ordering::SeqCst),
-        interrupted_by: interrupt.map(|i| i.name.to_string()),
+        interrupted: false,
+        interrupted_by: None,
         leftovers,
         repeat: opts.repeat.max(1),
         certification: stats::certify(&cases),
         upstream: stats::upstream(&cases, &opts.upstream_applicable),
         fleet: fleet_view,
-        plan: (live && !nothing_selected).then_some(plan),
+        plan: None,
         cases,
-    };
-    crate::results::fleet::fill_odd_nodes(&mut summary);
-    let report_dir = opts.reports_dir.join(&run_id);
-    RunOutcome {
-        // Undecided is not "all passed": exit 1, like a failure (never greener than the truth).
-        // Interrupted and not-run cases did not pass either: a replay or re-judging of an
-        // interrupted run (not itself interrupted, so no 130) must not exit 0. Nor does a flaky
-        // case: seen failing, it is not certified.
-        any_failed: summary.failed
-            + summary.flaky
-            + summary.undecided
-            + summary.errors
-            + summary.interrupted_cases
-            + summary.not_run
-            > 0
-            || !summary.leftovers.is_empty(),
-        summary,
-        report_dir,
-        interrupt,
-        nothing_selected,
     }
+}
+
+/// The run's plan (see `results::plan`) from the expected durations of each node's cases.
+fn fleet_plan(
+    expected: &[(Vec<Duration>, usize)],
+    fleet: &[NodeInfo],
+    fingerprint: &Fingerprint,
+    threads: usize,
+    opts: &RunOptions,
+) -> crate::results::plan::Plan {
+    let (durations, by_timeout) = expected.iter().max_by_key(|e| e.0.len()).cloned().unwrap_or_default();
+    let mut plan = crate::results::plan::Plan::new(
+        &durations,
+        fleet.len(),
+        fleet_groups(fleet, fingerprint),
+        threads,
+        opts.budget,
+        by_timeout,
+    );
+    plan.identical = fingerprint.identical.len();
+    plan
+}
+
+/// Start slots: per node with --each-node (returned, by node), else shared by the Ready nodes
+/// the pods may land on; and the cluster's, shared by every case of the run; with the pacer of
+/// the run's requests.
+fn start_slots(
+    env: &mut CaseEnv,
+    opts: &RunOptions,
+    fleet: &[NodeInfo],
+    fingerprint: &Fingerprint,
+) -> BTreeMap<String, Option<Arc<tokio::sync::Semaphore>>> {
+    let semaphore = |n: usize| (n > 0).then(|| Arc::new(tokio::sync::Semaphore::new(n)));
+    env.starts.cluster = semaphore(opts.budget.starting);
+    env.pacer = super::budget::Pacer::new(opts.budget.requests_per_second);
+    if fleet.is_empty() {
+        let ready = fingerprint.nodes.iter().filter(|n| n.ready).count().max(1);
+        env.starts.node = semaphore(opts.starts_per_node * ready);
+    }
+    fleet
+        .iter()
+        .map(|n| (n.name.clone(), semaphore(opts.starts_per_node)))
+        .collect()
+}
+
+/// Whether the run exits 1. Undecided is not "all passed": exit 1, like a failure (never
+/// greener than the truth). Interrupted and not-run cases did not pass either: a replay or
+/// re-judging of an interrupted run (not itself interrupted, so no 130) must not exit 0. Nor
+/// does a flaky case: seen failing, it is not certified. Nor a leftover.
+fn any_failed(summary: &RunSummary) -> bool {
+    summary.failed + summary.flaky + summary.undecided + summary.errors + summary.interrupted_cases + summary.not_run
+        > 0
+        || !summary.leftovers.is_empty()
+}
+
+/// What every case's trial is made from.
+struct TrialMaker<'a> {
+    opts: &'a RunOptions,
+    args: &'a libtest_mimic::Arguments,
+    /// Copies of each case: the nodes with `--each-node`, else 1.
+    per_case: usize,
+    each_node: bool,
+    server: Option<(u32, u32)>,
+    replay_plan: Arc<BTreeMap<String, Vec<usize>>>,
+    source: Arc<Source>,
+    start_slots: BTreeMap<String, Option<Arc<tokio::sync::Semaphore>>>,
+    env: CaseEnv,
+    spill_dir: Arc<PathBuf>,
+    handle: tokio::runtime::Handle,
+    interrupted: Arc<std::sync::atomic::AtomicBool>,
+    slots: Slots,
+}
+
+/// The trials of a run, and what the run needs to know of them.
+struct Trials {
+    trials: Vec<libtest_mimic::Trial>,
+    /// Each trial's node index and its place in that node's list (for the console's order).
+    trial_at: Vec<(usize, Option<usize>)>,
+    /// Per node (one entry without --each-node): the expected durations of the cases that run,
+    /// in the order the lane runs them, and how many of them are only known by their timeout.
+    expected: Vec<(Vec<Duration>, usize)>,
+    /// Selected cases that libtest-mimic will not run (ignored), and those it will.
+    ignored_reports: Vec<(usize, CaseReport)>,
+    running: Vec<(usize, CaseReport)>,
+}
+
+impl TrialMaker<'_> {
+    /// One trial per selected case copy; in a lane (`--each-node`) a case that runs is queued on
+    /// its node's lane and its trial only waits for it.
+    fn make(&self, work: Vec<Work>, lanes: &mut Lanes) -> Trials {
+        let mut t = Trials {
+            trials: vec![],
+            trial_at: vec![],
+            expected: vec![(vec![], 0); self.per_case],
+            ignored_reports: vec![],
+            running: vec![],
+        };
+        for (slot, (suite, case, node)) in work.into_iter().enumerate() {
+            let node_name = node.as_ref().map(|n| n.name.clone());
+            let (ignored, reason) = ignore_reason(&case, node_name.as_deref(), self.server, &self.source);
+            let name = crate::results::case_id(&case.suite, case.name(), node_name.as_deref());
+            let probe = libtest_mimic::Trial::test(name.clone(), || Ok(())).with_ignored_flag(ignored);
+            // podlife filters (libtest-mimic is given no filter): a filter naming the case selects
+            // each of its node copies, which libtest's own `--exact` would not.
+            if !self.opts.selection().selects(&case.full_name(), &name) {
+                continue;
+            }
+            let runs = !self.args.is_ignored(&probe);
+            let node_index = if !self.each_node { 0 } else { slot % self.per_case };
+            let mut place = None;
+            if runs {
+                let e = &mut t.expected[node_index];
+                let full = case.full_name();
+                place = Some(e.0.len());
+                e.0.push(self.opts.durations.expected(&full, case.timeout) * self.opts.repeat.max(1));
+                e.1 += usize::from(self.opts.durations.of(&full).is_none());
+            }
+            let slots = self.slots.clone();
+            let mut env = self.env.clone();
+            if let Some(n) = &node {
+                env.target = self.opts.target.on_node(n);
+                env.node = Some(n.name.clone());
+                env.starts.node = self.start_slots.get(&n.name).cloned().flatten();
+            }
+            let base = base_report(&case, suite.to_string(), node_name.clone(), reason.clone());
+            if !runs {
+                // libtest-mimic prints "ignored" without a reason; say why once, up front.
+                if !self.opts.quiet {
+                    eprintln!(
+                        "ignored {}: {}",
+                        name,
+                        crate::util::printable(reason.as_deref().unwrap_or("ignored"))
+                    );
+                }
+                t.ignored_reports.push((slot, base.clone()));
+            } else if runs {
+                t.running.push((slot, base.clone()));
+            }
+            let plan = TrialPlan {
+                inject_panic: self.opts.panic_in_case.as_deref() == Some(name.as_str())
+                    || self.opts.panic_in_case.as_deref() == Some(case.full_name().as_str()),
+                recorded: self.replay_plan.get(&name).cloned(),
+                case,
+                source: self.source.clone(),
+                env,
+                handle: self.handle.clone(),
+                retries: self.opts.retries,
+                undecided_retries: self.opts.undecided_retries,
+                quiet: self.opts.quiet,
+                repeat: self.opts.repeat,
+                interrupted: self.interrupted.clone(),
+            };
+            let lane_base = base.clone();
+            let job = case_job(plan, base, self.spill_dir.clone());
+            // In a lane the case runs as soon as its node has a free slot; the trial only waits.
+            let job: Box<dyn FnOnce() -> CaseReport + Send> = match &node_name {
+                Some(n) if runs => Box::new(lanes.push(n, job, lane_base)),
+                _ => Box::new(job),
+            };
+            t.trials
+                .push(libtest_trial(name, job, slots, slot).with_ignored_flag(ignored));
+            t.trial_at.push((node_index, place));
+        }
+        t
+    }
+}
+
+/// Live only: the run-wide API probe, once a second for the whole run (see `health`); its task
+/// is stopped at the end.
+fn start_health(
+    env: &mut CaseEnv,
+    source: &Source,
+    rt: &tokio::runtime::Runtime,
+    fresh: Option<crate::cluster::FreshClient>,
+    fingerprint: &Fingerprint,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let Source::Live(client) = source else { return None };
+    let h = Arc::new(health::ApiHealth::new(fresh));
+    let nodes = fingerprint.nodes.iter().map(|n| n.name.clone()).collect();
+    let task = rt.spawn(h.clone().probe(client.clone(), nodes));
+    env.api_health = Some(h);
+    Some(task)
 }
 
 /// Writes a judged case's timeline where the reports publish it (`timelines/` of the run's report
