@@ -273,7 +273,8 @@ pub(crate) async fn live_case(client: kube::Client, case: &LoadedCase, env: &Cas
         .on_node(env.node.as_deref());
     let mut created: Vec<Created> = vec![];
     let recorder = start_recording(env, case, &ns, attempt_no);
-    let mut attempt = match observe_case(&api, case, env, started, t0, &mut created, recorder.as_ref()).await {
+    let began = observe::Began { started, t0 };
+    let mut attempt = match observe_case(&api, case, env, began, &mut created, recorder.as_ref()).await {
         Ok(a) => a,
         Err(err) => errored(err.to_string(), started, t0, err.timeline.map(|tl| *tl)),
     };

@@ -3,46 +3,34 @@
 
 use super::*;
 
+/// When an attempt began: the wall-clock time its report gives, and the instant its duration is
+/// measured from.
+#[derive(Clone, Copy)]
+pub(super) struct Began {
+    pub(super) started: Timestamp,
+    pub(super) t0: Instant,
+}
+
+/// Observes one live attempt of `case`: its namespaces created (into `created`, which the
+/// cleanup deletes), the streams started, the objects and the pod applied, the steps acted out,
+/// and the pod watched until it settles or every expectation is decided.
 pub(super) async fn observe_case(
     api: &CaseApi,
     case: &LoadedCase,
     env: &CaseEnv,
-    started: Timestamp,
-    t0: Instant,
+    began: Began,
     created: &mut Vec<Created>,
     recorder: Option<&SharedRecorder>,
 ) -> Result<Attempt, CaseError> {
+    let Began { started, t0 } = began;
     let mut cancel = env.cancel.clone();
     if *cancel.borrow() {
         return Ok(interrupted(started, t0, None));
     }
-    // The second namespace is the case's like the first: the same labels (the sweep and `clean`
-    // find it), registered and deleted with it.
-    let second = (!case.second_namespace.is_empty())
-        .then(|| api.in_namespace(&crate::suite::naming::second_namespace_name(&api.namespace)));
-    let ours = std::iter::once((api, "")).chain(second.as_ref().map(|s| (s, "the second namespace: ")));
-    for (ns, what) in ours {
-        // A case not started yet waits (within the outage budget) for an API that is away.
-        match ns
-            .create_namespace(
-                &env.run_id,
-                &case.suite,
-                case.name(),
-                env.api_outage_budget,
-                in_use_until(case, env),
-            )
-            .await
-        {
-            Ok(uid) => created.push(Created::new(env, ns, uid)),
-            Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-            Err(source) => return Err(CaseError::new(CaseCause::Request { what, source }, None)),
-        }
-    }
-    match api.wait_namespace_ready(env.api_outage_budget).await {
-        Ok(()) => {}
-        Err(ClusterError::Interrupted) => return Ok(interrupted(started, t0, None)),
-        Err(e) => return Err(CaseError::new(e, None)),
-    }
+    let second = match create_namespaces(api, case, env, created).await {
+        Ok(second) => second,
+        Err(early) => return early.end(started, t0),
+    };
     let mut pod = case.render_pod(&env.images);
     env.target.apply(&mut pod);
     let pod_name = pod
@@ -53,57 +41,14 @@ pub(super) async fn observe_case(
     let (tx, mut rx) = mpsc::channel::<StreamMsg>(streams::CHANNEL_CAPACITY);
     let mut tasks = Tasks::default();
     let budget = env.api_outage_budget;
-    // Watches start before the apply so the first events are not missed.
-    let (pod_listed, pod_watch_up) = tokio::sync::oneshot::channel();
-    tasks.spawn(streams::watch_pods(
-        api.pods(),
-        pod_name.clone(),
-        tx.clone(),
-        budget,
-        pod_listed,
-    ));
-    // The Event watch's first list returns every Event of the namespace, those written before
-    // it included: it need not be up before the pod is created.
-    tasks.spawn(streams::watch_events(
-        Api::<Event>::namespaced(api.client.clone(), &api.namespace),
-        tx.clone(),
-        budget,
-    ));
+    let pod_watch_up = start_watches(api, &pod_name, &tx, budget, &mut tasks);
     let mut obs = Observer::new(Some(&pod_name), "live");
     if let Some(rec) = recorder {
         rec.lock().expect("recorder").manifest(&pod);
         obs.set_tap(Recorder::tap(rec));
     }
-    // The pod watch must be listening before the pod exists, or its first versions (Pending,
-    // the unscheduled pod) are never seen. Bounded: the watch gives up after the outage budget
-    // (its sender is then dropped), and a list that never answers by the request timeout.
-    let listening = tokio::select! {
-        r = tokio::time::timeout(budget.saturating_add(env.request_timeout), pod_watch_up) => {
-            matches!(r, Ok(Ok(())))
-        }
-        _ = cancel.wait_for(|v| *v) => {
-            tasks.abort_all();
-            return Ok(interrupted(started, t0, Some(obs.finish())));
-        }
-    };
-    if !listening {
-        tasks.abort_all();
-        // The watch says why it gave up (its last error); otherwise its list never answered.
-        let mut why = format!(
-            "the pod watch did not start within {}",
-            crate::util::fmt_secs(budget.saturating_add(env.request_timeout).as_secs_f64())
-        );
-        while let Ok(m) = rx.try_recv() {
-            match m {
-                StreamMsg::Lost {
-                    source: EvidenceSource::PodWatch,
-                    reason,
-                } => why = reason,
-                StreamMsg::Input(i) => obs.push(i),
-                StreamMsg::Lost { .. } => {}
-            }
-        }
-        return Err(CaseError::new(CaseCause::PodNotCreated { why }, Some(obs.finish())));
+    if let Err(stop) = wait_listening(env, pod_watch_up, &mut rx, &mut obs, &mut tasks, &mut cancel).await {
+        return end_early(stop, &mut tasks, obs, started, t0);
     }
     // A start slot of the node (see `RunOptions::starts_per_node`), held from the pod's
     // creation until it runs a container; taken before the case's clock starts.
@@ -119,51 +64,9 @@ pub(super) async fn observe_case(
         }
     };
     let deadline = crate::util::after(case.timeout);
-    // The pod's auxiliary objects first, in order, each recorded as our action: the pod may
-    // only be created once what it consumes exists. Those of the second namespace come first,
-    // as upstream creates them: the pod's own are then the newest of their name.
-    let own = case.objects.iter().map(|o| (api, o, o.id()));
-    let elsewhere = second.iter().flat_map(|s| {
-        case.second_namespace
-            .iter()
-            .map(move |o| (s, o, o.second_namespace_id()))
-    });
-    for (api, o, id) in elsewhere.chain(own) {
-        let sent = Timestamp::now();
-        if let Err(e) = api.apply_object(&o.value, env.api_outage_budget).await {
-            tasks.abort_all();
-            if matches!(e, ClusterError::Interrupted) {
-                return Ok(interrupted(started, t0, Some(obs.finish())));
-            }
-            return Err(CaseError::new(e, Some(obs.finish())));
-        }
-        obs.push(Input::Action(Action {
-            kind: ActionKind::ApplyObject,
-            sent,
-            done: Some(Timestamp::now()),
-            grace_period_seconds: None,
-            detail: Some(id),
-            exec: None,
-            update: None,
-        }));
+    if let Err(stop) = apply_all(api, second.as_ref(), case, env, &pod, &mut obs).await {
+        return end_early(stop, &mut tasks, obs, started, t0);
     }
-    let sent = Timestamp::now();
-    if let Err(e) = api.apply_pod(&pod, env.api_outage_budget).await {
-        tasks.abort_all();
-        if matches!(e, ClusterError::Interrupted) {
-            return Ok(interrupted(started, t0, Some(obs.finish())));
-        }
-        return Err(CaseError::new(e, Some(obs.finish())));
-    }
-    obs.push(Input::Action(Action {
-        kind: ActionKind::Apply,
-        sent,
-        done: Some(Timestamp::now()),
-        grace_period_seconds: None,
-        detail: None,
-        exec: None,
-        update: None,
-    }));
     let mut loop_ = Loop {
         api,
         case,
@@ -188,190 +91,7 @@ pub(super) async fn observe_case(
     let case_deadline = deadline;
     for (i, step) in case.spec.steps.iter().enumerate() {
         let deadline = crate::util::add(case_deadline, loop_.blind_since(case_began));
-        let r = match &step.value {
-            Step::WaitFor(w) => {
-                let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
-                let own = crate::util::after(timeout);
-                let until = own.min(deadline);
-                // Name the limit that fires: the wait's own, or the case's (validate keeps the
-                // steps within the case timeout, but an outage can eat into it).
-                let limit = if deadline < own {
-                    format!(
-                        "the case timeout ({}) ended the wait",
-                        crate::util::fmt_secs(case.timeout.as_secs_f64())
-                    )
-                } else {
-                    format!("timed out after {}", crate::util::fmt_secs(timeout.as_secs_f64()))
-                };
-                let what = w.until.label();
-                loop_
-                    .run_until(until, &mut cancel, &format!("steps[{i}] waitFor {what}"), |tl| {
-                        judge::mark_occurred(&case.spec, &w.until, tl).is_ok()
-                    })
-                    .await
-                    .map(|reached| {
-                        (!reached).then(|| {
-                            // A kubelet restart so far is part of why the mark may not have come.
-                            kubelet_restart_gaps(&mut loop_.obs, env);
-                            let tl = loop_.obs.timeline();
-                            let why = judge::mark_occurred(&case.spec, &w.until, tl)
-                                .err()
-                                .map(|e| e.to_string())
-                                .unwrap_or_default();
-                            let evidence = format!("steps[{i}] waitFor {what}: {limit}: {why}");
-                            wait_failed(case, &w.until, tl, evidence)
-                        })
-                    })
-            }
-            Step::Sleep(d) => {
-                let until = crate::util::after(d.r#for.0).min(deadline);
-                loop_
-                    .run_until(until, &mut cancel, "sleep", |_| false)
-                    .await
-                    .map(|_| None)
-            }
-            Step::Delete(d) => {
-                let grace = d.grace_period_seconds;
-                act(
-                    api,
-                    &mut loop_.obs,
-                    ActionKind::Delete,
-                    grace,
-                    None,
-                    api.delete_pod(&pod_name, grace, env.api_outage_budget),
-                )
-                .await
-            }
-            Step::Ephemeral(e) => {
-                let container = case.ephemeral_body(e, &env.images);
-                act(
-                    api,
-                    &mut loop_.obs,
-                    ActionKind::Ephemeral,
-                    None,
-                    Some(format!("{} via {}", e.name(), e.via.as_str())),
-                    api.add_ephemeral(&pod_name, &container, e.via, env.api_outage_budget),
-                )
-                .await
-            }
-            Step::Exec(x) => {
-                // Bounded by its own timeout and what is left of the case's.
-                let own = x.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
-                let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
-                let first = Timestamp::now();
-                match api
-                    .exec(&pod_name, &x.container.value, &x.command.value, x.protocol, timeout)
-                    .await
-                {
-                    Ok(mut r) => {
-                        r.name = x.name.value.clone();
-                        let detail = format!("{} in {}", x.command.value.join(" "), x.container.value);
-                        let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                        loop_.obs.push(answered(
-                            &format!("{}: steps[{i}] exec", case.full_name()),
-                            sent,
-                            detail,
-                            r,
-                        ));
-                        Ok(None)
-                    }
-                    Err(e) => Err(Stop::from(e)),
-                }
-            }
-            Step::FetchLog(l) => {
-                let own = l.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
-                let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
-                let first = Timestamp::now();
-                match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
-                    Ok(mut r) => {
-                        r.name = l.name.value.clone();
-                        let detail = format!("log of {} over {}", l.container.value, l.protocol.as_str());
-                        let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                        loop_.obs.push(answered(
-                            &format!("{}: steps[{i}] fetchLog", case.full_name()),
-                            sent,
-                            detail,
-                            r,
-                        ));
-                        Ok(None)
-                    }
-                    Err(e) => Err(Stop::from(e)),
-                }
-            }
-            Step::Object(o) => {
-                let obj = case
-                    .step_objects
-                    .get(&i)
-                    .expect("validated: every object step has its object");
-                let (kind, request) = if o.delete.is_some() {
-                    (
-                        ActionKind::DeleteObject,
-                        futures::future::Either::Left(api.delete_object(&obj.kind, &obj.name, env.api_outage_budget)),
-                    )
-                } else {
-                    let apply = async { api.apply_object(&obj.value, env.api_outage_budget).await.map(|_| ()) };
-                    (ActionKind::UpdateObject, futures::future::Either::Right(apply))
-                };
-                act(api, &mut loop_.obs, kind, None, Some(obj.id()), request).await
-            }
-            Step::Update(u) => {
-                let (init, images) = case.update_images(u, &env.images);
-                let first = Timestamp::now();
-                match api
-                    .update_pod(&pod_name, u, &init, &images, env.api_outage_budget)
-                    .await
-                {
-                    Ok(done) => {
-                        if let Some(e) = &done.result.error {
-                            eprintln!("    {}: steps[{i}] update `{}`: {e}", case.full_name(), u.name.value);
-                        }
-                        // Sent when the PUT that made the last change was: the kubelet reacts
-                        // to that one (a step that stopped early: when it began).
-                        let sent = done.last_put.or(done.result.first_sent).unwrap_or(first);
-                        loop_.obs.push(Input::Action(Action {
-                            kind: ActionKind::Update,
-                            sent,
-                            done: Some(Timestamp::now()),
-                            grace_period_seconds: None,
-                            detail: Some(format!("{} × {}", u.name.value, u.times())),
-                            exec: None,
-                            update: Some(Box::new(done.result)),
-                        }));
-                        Ok(None)
-                    }
-                    Err(e) => Err(Stop::from(e)),
-                }
-            }
-            Step::Resize(r) => {
-                let patch = case.resize_patch(r);
-                let resources = r
-                    .containers
-                    .iter()
-                    .map(|(n, x)| (n.clone(), x.value.to_json()))
-                    .collect();
-                act(
-                    api,
-                    &mut loop_.obs,
-                    ActionKind::Resize,
-                    None,
-                    Some(r.detail()),
-                    api.resize_pod(&pod_name, r.via, &patch, &resources, env.api_outage_budget),
-                )
-                .await
-            }
-            Step::Patch(p) => {
-                let patch = case.patch_body(p, &env.images);
-                act(
-                    api,
-                    &mut loop_.obs,
-                    ActionKind::Patch,
-                    None,
-                    Some(patch.to_string()),
-                    api.patch_pod(&pod_name, &patch, env.api_outage_budget),
-                )
-                .await
-            }
-        };
+        let r = loop_.step(i, &step.value, deadline, &mut cancel).await;
         match r {
             Ok(None) => {}
             Ok(Some(v)) => {
@@ -409,6 +129,186 @@ pub(super) async fn observe_case(
     kubelet_restart_gaps(&mut loop_.obs, env);
     let tl = loop_.obs.finish();
     Ok(conclude(case, tl, step_failure, started, t0))
+}
+
+/// How a live case's namespaces were not made ready: Ctrl-C, or a harness error.
+enum Early {
+    Interrupted,
+    Error(CaseError),
+}
+
+impl Early {
+    /// The attempt this ends in.
+    fn end(self, started: Timestamp, t0: Instant) -> Result<Attempt, CaseError> {
+        match self {
+            Early::Interrupted => Ok(interrupted(started, t0, None)),
+            Early::Error(e) => Err(e),
+        }
+    }
+}
+
+/// Creates the case's namespace (and its second one, if it has objects there) and waits until
+/// it is usable; the second namespace's API is returned. The second namespace is the case's
+/// like the first: the same labels (the sweep and `clean` find it), registered and deleted with
+/// it.
+async fn create_namespaces(
+    api: &CaseApi,
+    case: &LoadedCase,
+    env: &CaseEnv,
+    created: &mut Vec<Created>,
+) -> Result<Option<CaseApi>, Early> {
+    let second = (!case.second_namespace.is_empty())
+        .then(|| api.in_namespace(&crate::suite::naming::second_namespace_name(&api.namespace)));
+    let ours = std::iter::once((api, "")).chain(second.as_ref().map(|s| (s, "the second namespace: ")));
+    for (ns, what) in ours {
+        // A case not started yet waits (within the outage budget) for an API that is away.
+        match ns
+            .create_namespace(
+                &env.run_id,
+                &case.suite,
+                case.name(),
+                env.api_outage_budget,
+                in_use_until(case, env),
+            )
+            .await
+        {
+            Ok(uid) => created.push(Created::new(env, ns, uid)),
+            Err(ClusterError::Interrupted) => return Err(Early::Interrupted),
+            Err(source) => return Err(Early::Error(CaseError::new(CaseCause::Request { what, source }, None))),
+        }
+    }
+    match api.wait_namespace_ready(env.api_outage_budget).await {
+        Ok(()) => Ok(second),
+        Err(ClusterError::Interrupted) => Err(Early::Interrupted),
+        Err(e) => Err(Early::Error(CaseError::new(e, None))),
+    }
+}
+
+/// Waits until the pod watch is listening. It must be before the pod exists, or its first
+/// versions (Pending, the unscheduled pod) are never seen. Bounded: the watch gives up after the
+/// outage budget (its sender is then dropped), and a list that never answers by the request
+/// timeout; the pod is then never created, and the watch's last error says why.
+async fn wait_listening(
+    env: &CaseEnv,
+    pod_watch_up: tokio::sync::oneshot::Receiver<()>,
+    rx: &mut mpsc::Receiver<StreamMsg>,
+    obs: &mut Observer,
+    tasks: &mut Tasks,
+    cancel: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Stop> {
+    let listening = tokio::select! {
+        r = tokio::time::timeout(env.api_outage_budget.saturating_add(env.request_timeout), pod_watch_up) => {
+            matches!(r, Ok(Ok(())))
+        }
+        _ = cancel.wait_for(|v| *v) => return Err(Stop::Interrupted),
+    };
+    if !listening {
+        tasks.abort_all();
+        // The watch says why it gave up (its last error); otherwise its list never answered.
+        let mut why = format!(
+            "the pod watch did not start within {}",
+            crate::util::fmt_secs(env.api_outage_budget.saturating_add(env.request_timeout).as_secs_f64())
+        );
+        while let Ok(m) = rx.try_recv() {
+            match m {
+                StreamMsg::Lost {
+                    source: EvidenceSource::PodWatch,
+                    reason,
+                } => why = reason,
+                StreamMsg::Input(i) => obs.push(i),
+                StreamMsg::Lost { .. } => {}
+            }
+        }
+        return Err(Stop::Error(CaseCause::PodNotCreated { why }));
+    }
+    Ok(())
+}
+
+/// Applies the pod's auxiliary objects first, in order, each recorded as our action: the pod may
+/// only be created once what it consumes exists. Those of the second namespace come first, as
+/// upstream creates them: the pod's own are then the newest of their name. Then the pod.
+async fn apply_all(
+    api: &CaseApi,
+    second: Option<&CaseApi>,
+    case: &LoadedCase,
+    env: &CaseEnv,
+    pod: &serde_json::Value,
+    obs: &mut Observer,
+) -> Result<(), Stop> {
+    let own = case.objects.iter().map(|o| (api, o, o.id()));
+    let elsewhere = second.into_iter().flat_map(|s| {
+        case.second_namespace
+            .iter()
+            .map(move |o| (s, o, o.second_namespace_id()))
+    });
+    for (api, o, id) in elsewhere.chain(own) {
+        let sent = Timestamp::now();
+        api.apply_object(&o.value, env.api_outage_budget).await?;
+        obs.push(Input::Action(Action {
+            kind: ActionKind::ApplyObject,
+            sent,
+            done: Some(Timestamp::now()),
+            grace_period_seconds: None,
+            detail: Some(id),
+            exec: None,
+            update: None,
+        }));
+    }
+    let sent = Timestamp::now();
+    api.apply_pod(pod, env.api_outage_budget).await?;
+    obs.push(Input::Action(Action {
+        kind: ActionKind::Apply,
+        sent,
+        done: Some(Timestamp::now()),
+        grace_period_seconds: None,
+        detail: None,
+        exec: None,
+        update: None,
+    }));
+    Ok(())
+}
+
+/// Starts the pod and Event watches of the case; the receiver fires when the pod watch has
+/// listed. Watches start before the apply so the first events are not missed.
+fn start_watches(
+    api: &CaseApi,
+    pod_name: &str,
+    tx: &streams::Tx,
+    budget: Duration,
+    tasks: &mut Tasks,
+) -> tokio::sync::oneshot::Receiver<()> {
+    let (pod_listed, pod_watch_up) = tokio::sync::oneshot::channel();
+    tasks.spawn(streams::watch_pods(
+        api.pods(),
+        pod_name.to_string(),
+        tx.clone(),
+        budget,
+        pod_listed,
+    ));
+    // The Event watch's first list returns every Event of the namespace, those written before
+    // it included: it need not be up before the pod is created.
+    tasks.spawn(streams::watch_events(
+        Api::<Event>::namespaced(api.client.clone(), &api.namespace),
+        tx.clone(),
+        budget,
+    ));
+    pod_watch_up
+}
+
+/// Ends the case before its steps (Ctrl-C, or a harness error), keeping what was observed.
+fn end_early(
+    stop: Stop,
+    tasks: &mut Tasks,
+    obs: Observer,
+    started: Timestamp,
+    t0: Instant,
+) -> Result<Attempt, CaseError> {
+    tasks.abort_all();
+    let tl = obs.finish();
+    match stop {
+        Stop::Interrupted => Ok(interrupted(started, t0, Some(tl))),
+        Stop::Error(cause) => Err(CaseError::new(cause, Some(tl))),
+    }
 }
 
 /// After a gap in the pod watch or an API outage, one read of the pod at the end: the version it
@@ -506,6 +406,230 @@ fn kubelet_restart_gaps(obs: &mut Observer, env: &CaseEnv) {
                 crate::util::hms(k.at)
             ),
         }));
+    }
+}
+
+impl Loop<'_> {
+    /// Acts out step `i` (or waits, for a `waitFor` or a `sleep`) within `deadline`: a verdict
+    /// when a wait failed, a stop for Ctrl-C or a harness error.
+    async fn step(
+        &mut self,
+        i: usize,
+        step: &Step,
+        deadline: Instant,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Option<Verdict>, Stop> {
+        let (api, case, env) = (self.api, self.case, self.env);
+        let pod_name = self.pod_name.clone();
+        match step {
+            Step::WaitFor(w) => self.wait_for(i, w, deadline, cancel).await,
+            Step::Sleep(d) => {
+                let until = crate::util::after(d.r#for.0).min(deadline);
+                self.run_until(until, cancel, "sleep", |_| false).await.map(|_| None)
+            }
+            Step::Delete(d) => {
+                let grace = d.grace_period_seconds;
+                act(
+                    api,
+                    &mut self.obs,
+                    ActionKind::Delete,
+                    grace,
+                    None,
+                    api.delete_pod(&pod_name, grace, env.api_outage_budget),
+                )
+                .await
+            }
+            Step::Ephemeral(e) => {
+                let container = case.ephemeral_body(e, &env.images);
+                act(
+                    api,
+                    &mut self.obs,
+                    ActionKind::Ephemeral,
+                    None,
+                    Some(format!("{} via {}", e.name(), e.via.as_str())),
+                    api.add_ephemeral(&pod_name, &container, e.via, env.api_outage_budget),
+                )
+                .await
+            }
+            Step::Exec(x) => self.exec(i, x, deadline).await,
+            Step::FetchLog(l) => self.fetch_log(i, l, deadline).await,
+            Step::Object(o) => {
+                let obj = case
+                    .step_objects
+                    .get(&i)
+                    .expect("validated: every object step has its object");
+                let (kind, request) = if o.delete.is_some() {
+                    (
+                        ActionKind::DeleteObject,
+                        futures::future::Either::Left(api.delete_object(&obj.kind, &obj.name, env.api_outage_budget)),
+                    )
+                } else {
+                    let apply = async { api.apply_object(&obj.value, env.api_outage_budget).await.map(|_| ()) };
+                    (ActionKind::UpdateObject, futures::future::Either::Right(apply))
+                };
+                act(api, &mut self.obs, kind, None, Some(obj.id()), request).await
+            }
+            Step::Update(u) => self.update(i, u).await,
+            Step::Resize(r) => {
+                let patch = case.resize_patch(r);
+                let resources = r
+                    .containers
+                    .iter()
+                    .map(|(n, x)| (n.clone(), x.value.to_json()))
+                    .collect();
+                act(
+                    api,
+                    &mut self.obs,
+                    ActionKind::Resize,
+                    None,
+                    Some(r.detail()),
+                    api.resize_pod(&pod_name, r.via, &patch, &resources, env.api_outage_budget),
+                )
+                .await
+            }
+            Step::Patch(p) => {
+                let patch = case.patch_body(p, &env.images);
+                act(
+                    api,
+                    &mut self.obs,
+                    ActionKind::Patch,
+                    None,
+                    Some(patch.to_string()),
+                    api.patch_pod(&pod_name, &patch, env.api_outage_budget),
+                )
+                .await
+            }
+        }
+    }
+
+    /// A `waitFor` step: waits for its mark within its own timeout and the case's deadline; a
+    /// verdict when the mark did not come (undecided when a gap may hide it).
+    async fn wait_for(
+        &mut self,
+        i: usize,
+        w: &crate::suite::WaitFor,
+        deadline: Instant,
+        cancel: &mut tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Option<Verdict>, Stop> {
+        let (case, env) = (self.case, self.env);
+        let timeout = w.timeout.map(|d| d.0).unwrap_or(case.wait_timeout);
+        let own = crate::util::after(timeout);
+        let until = own.min(deadline);
+        // Name the limit that fires: the wait's own, or the case's (validate keeps the
+        // steps within the case timeout, but an outage can eat into it).
+        let limit = if deadline < own {
+            format!(
+                "the case timeout ({}) ended the wait",
+                crate::util::fmt_secs(case.timeout.as_secs_f64())
+            )
+        } else {
+            format!("timed out after {}", crate::util::fmt_secs(timeout.as_secs_f64()))
+        };
+        let what = w.until.label();
+        self.run_until(until, cancel, &format!("steps[{i}] waitFor {what}"), |tl| {
+            judge::mark_occurred(&case.spec, &w.until, tl).is_ok()
+        })
+        .await
+        .map(|reached| {
+            (!reached).then(|| {
+                // A kubelet restart so far is part of why the mark may not have come.
+                kubelet_restart_gaps(&mut self.obs, env);
+                let tl = self.obs.timeline();
+                let why = judge::mark_occurred(&case.spec, &w.until, tl)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                let evidence = format!("steps[{i}] waitFor {what}: {limit}: {why}");
+                wait_failed(case, &w.until, tl, evidence)
+            })
+        })
+    }
+
+    /// An `exec` step, bounded by its own timeout and what is left of the case's: its result is
+    /// recorded as an action for the `exec` expectations.
+    async fn exec(&mut self, i: usize, x: &crate::suite::ExecStep, deadline: Instant) -> Result<Option<Verdict>, Stop> {
+        let (api, case, pod_name) = (self.api, self.case, self.pod_name.clone());
+        // Bounded by its own timeout and what is left of the case's.
+        let own = x.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
+        let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
+        let first = Timestamp::now();
+        match api
+            .exec(&pod_name, &x.container.value, &x.command.value, x.protocol, timeout)
+            .await
+        {
+            Ok(mut r) => {
+                r.name = x.name.value.clone();
+                let detail = format!("{} in {}", x.command.value.join(" "), x.container.value);
+                let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
+                self.obs.push(answered(
+                    &format!("{}: steps[{i}] exec", case.full_name()),
+                    sent,
+                    detail,
+                    r,
+                ));
+                Ok(None)
+            }
+            Err(e) => Err(Stop::from(e)),
+        }
+    }
+
+    /// A `fetchLog` step: one read of a container's log over a websocket, recorded like an exec.
+    async fn fetch_log(
+        &mut self,
+        i: usize,
+        l: &crate::suite::FetchLogStep,
+        deadline: Instant,
+    ) -> Result<Option<Verdict>, Stop> {
+        let (api, case, pod_name) = (self.api, self.case, self.pod_name.clone());
+        let own = l.timeout.map(|d| d.0).unwrap_or(crate::suite::DEFAULT_EXEC_TIMEOUT);
+        let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
+        let first = Timestamp::now();
+        match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
+            Ok(mut r) => {
+                r.name = l.name.value.clone();
+                let detail = format!("log of {} over {}", l.container.value, l.protocol.as_str());
+                let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
+                self.obs.push(answered(
+                    &format!("{}: steps[{i}] fetchLog", case.full_name()),
+                    sent,
+                    detail,
+                    r,
+                ));
+                Ok(None)
+            }
+            Err(e) => Err(Stop::from(e)),
+        }
+    }
+
+    /// An `update` step: paced GET-change-PUT rounds, recorded as one action with their result.
+    async fn update(&mut self, i: usize, u: &crate::suite::UpdateStep) -> Result<Option<Verdict>, Stop> {
+        let (api, case, env, pod_name) = (self.api, self.case, self.env, self.pod_name.clone());
+        let (init, images) = case.update_images(u, &env.images);
+        let first = Timestamp::now();
+        match api
+            .update_pod(&pod_name, u, &init, &images, env.api_outage_budget)
+            .await
+        {
+            Ok(done) => {
+                if let Some(e) = &done.result.error {
+                    eprintln!("    {}: steps[{i}] update `{}`: {e}", case.full_name(), u.name.value);
+                }
+                // Sent when the PUT that made the last change was: the kubelet reacts
+                // to that one (a step that stopped early: when it began).
+                let sent = done.last_put.or(done.result.first_sent).unwrap_or(first);
+                self.obs.push(Input::Action(Action {
+                    kind: ActionKind::Update,
+                    sent,
+                    done: Some(Timestamp::now()),
+                    grace_period_seconds: None,
+                    detail: Some(format!("{} × {}", u.name.value, u.times())),
+                    exec: None,
+                    update: Some(Box::new(done.result)),
+                }));
+                Ok(None)
+            }
+            Err(e) => Err(Stop::from(e)),
+        }
     }
 }
 
