@@ -563,6 +563,7 @@ fn cancel_ends_a_request_that_never_answers() {
     );
 }
 
+#[cfg(feature = "test-hooks")]
 #[test]
 fn a_case_that_panics_is_an_error_in_every_report() {
     let e = env(|_| {});

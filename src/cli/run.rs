@@ -45,8 +45,9 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
     };
     relabel_summary(&mut outcome.summary);
     crate::run::interrupt::phase("publishing");
-    // Test seam (tests/cli/faults_cli.rs): hold the publishing window open so a signal can be sent
-    // into it deterministically. Unset, it costs nothing.
+    // Test hook (tests/cli/faults_cli.rs): hold the publishing window open so a signal can be
+    // sent into it deterministically.
+    #[cfg(feature = "test-hooks")]
     if let Some(ms) = std::env::var("PODLIFE_TEST_PUBLISH_DELAY_MS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -192,6 +193,7 @@ fn run_options(args: RunArgs) -> Result<crate::run::RunOptions, ExitCode> {
             each_node: args.each_node || args.each_group.is_some(),
             per_group: args.each_group,
         },
+        #[cfg(feature = "test-hooks")]
         panic_in_case: None,
         record: !args.no_record,
     };

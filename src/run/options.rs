@@ -60,7 +60,7 @@ pub struct RunOptions {
     pub target: Target,
     /// Test hook: the case of this full name (`suite::case`) panics in each attempt, so tests can
     /// show a crashing case is reported as an error everywhere.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub panic_in_case: Option<String>,
     /// Record every live attempt's raw inputs under `reports/<runid>/recordings/` (see `record`).
     pub record: bool,
@@ -119,6 +119,7 @@ impl Default for RunOptions {
             certify: false,
             upstream_applicable: vec![],
             target: Target::default(),
+            #[cfg(feature = "test-hooks")]
             panic_in_case: None,
             record: true,
         }

@@ -563,7 +563,8 @@ impl TrialMaker<'_> {
                 t.running.push((slot, base.clone()));
             }
             let plan = TrialPlan {
-                inject_panic: self.opts.panic_in_case.as_deref() == Some(name.as_str())
+                #[cfg(feature = "test-hooks")]
+            inject_panic: self.opts.panic_in_case.as_deref() == Some(name.as_str())
                     || self.opts.panic_in_case.as_deref() == Some(case.full_name().as_str()),
                 recorded: self.replay_plan.get(&name).cloned(),
                 case,
@@ -861,6 +862,7 @@ struct TrialPlan {
     repeat: u32,
     interrupted: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// The `panic_in_case` test hook names this case.
+    #[cfg(feature = "test-hooks")]
     inject_panic: bool,
     /// Replaying a run folder: the attempts per repetition the live run made.
     recorded: Option<Vec<usize>>,
@@ -943,6 +945,7 @@ impl TrialPlan {
         let started = Timestamp::now();
         let t0 = std::time::Instant::now();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            #[cfg(feature = "test-hooks")]
             if self.inject_panic {
                 panic!("injected by the panic_in_case test hook");
             }

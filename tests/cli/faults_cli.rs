@@ -283,8 +283,8 @@ fn a_filter_that_selects_nothing_exits_2_without_touching_the_cluster() {
 
 /// Once the cases are over, while the reports are written, a signal still ends podlife at once
 /// with its code (the handlers installed for the run used to swallow it). The publishing window
-/// is held open by a test seam so the signal lands in it.
-#[cfg(unix)]
+/// is held open by a test hook so the signal lands in it.
+#[cfg(all(unix, feature = "test-hooks"))]
 #[test]
 fn a_signal_while_the_reports_are_written_exits_at_once() {
     use std::io::BufRead;

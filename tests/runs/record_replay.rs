@@ -193,6 +193,7 @@ fn replay_of_a_recorded_run_reproduces_every_verdict_and_timeline() {
     assert_same_verdicts(&live.summary, &read_summary(&from_bundle));
 }
 
+#[cfg(feature = "test-hooks")]
 #[test]
 fn an_attempt_in_which_podlife_crashed_replays_as_the_same_error() {
     let dir = tempfile::tempdir().unwrap();

@@ -113,6 +113,7 @@ pub fn run_options(reports: &Path) -> RunOptions {
         certify: false,
         upstream_applicable: vec![],
         target: Default::default(),
+        #[cfg(feature = "test-hooks")]
         panic_in_case: None,
         record: false,
     }
