@@ -564,7 +564,7 @@ impl TrialMaker<'_> {
             }
             let plan = TrialPlan {
                 #[cfg(feature = "test-hooks")]
-            inject_panic: self.opts.panic_in_case.as_deref() == Some(name.as_str())
+                inject_panic: self.opts.panic_in_case.as_deref() == Some(name.as_str())
                     || self.opts.panic_in_case.as_deref() == Some(case.full_name().as_str()),
                 recorded: self.replay_plan.get(&name).cloned(),
                 case,

@@ -557,16 +557,10 @@ impl Loop<'_> {
             .exec(&pod_name, &x.container.value, &x.command.value, x.protocol, timeout)
             .await
         {
-            Ok(mut r) => {
-                r.name = x.name.value.clone();
+            Ok(r) => {
                 let detail = format!("{} in {}", x.command.value.join(" "), x.container.value);
-                let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                self.obs.push(answered(
-                    &format!("{}: steps[{i}] exec", case.full_name()),
-                    sent,
-                    detail,
-                    r,
-                ));
+                let step = format!("{}: steps[{i}] exec", case.full_name());
+                self.record_answered(&step, &x.name.value, first, detail, r);
                 Ok(None)
             }
             Err(e) => Err(Stop::from(e)),
@@ -585,20 +579,29 @@ impl Loop<'_> {
         let timeout = own.min(deadline.saturating_duration_since(Instant::now()));
         let first = Timestamp::now();
         match api.fetch_log(&pod_name, &l.container.value, l.protocol, timeout).await {
-            Ok(mut r) => {
-                r.name = l.name.value.clone();
+            Ok(r) => {
                 let detail = format!("log of {} over {}", l.container.value, l.protocol.as_str());
-                let sent = api.last_sent().filter(|t| *t > first).unwrap_or(first);
-                self.obs.push(answered(
-                    &format!("{}: steps[{i}] fetchLog", case.full_name()),
-                    sent,
-                    detail,
-                    r,
-                ));
+                let step = format!("{}: steps[{i}] fetchLog", case.full_name());
+                self.record_answered(&step, &l.name.value, first, detail, r);
                 Ok(None)
             }
             Err(e) => Err(Stop::from(e)),
         }
+    }
+
+    /// Records an exec or a log read that was answered, named as its step (`name`), as sent
+    /// when its last try was (after `first`).
+    fn record_answered(
+        &mut self,
+        step: &str,
+        name: &str,
+        first: Timestamp,
+        detail: String,
+        mut r: crate::observe::ExecResult,
+    ) {
+        r.name = name.to_string();
+        let sent = self.api.last_sent().filter(|t| *t > first).unwrap_or(first);
+        self.obs.push(answered(step, sent, detail, r));
     }
 
     /// An `update` step: paced GET-change-PUT rounds, recorded as one action with their result.
