@@ -234,9 +234,60 @@ pub(crate) fn is_within(root: &Path, path: &Path) -> bool {
     }
 }
 
+/// How podlife names the files it reads in what it prints and stores. A bundle is unpacked into
+/// a temporary folder that is gone once podlife ends (and means nothing on another machine), so
+/// its members are named `<bundle>:<member>`, as `tar` lists them; every other file is named by
+/// the path it was given. Made by whoever knows where a tree came from (`bundle::Extracted`)
+/// and handed to what reads it: the suite loader, the recording reader, the replay.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    /// The folder a bundle was unpacked into, and how the bundle is named.
+    unpacked: Option<(PathBuf, String)>,
+}
+
+impl Names {
+    /// Names for the members of `bundle`, unpacked into `root`.
+    pub fn bundle(root: &Path, bundle: &Path) -> Names {
+        Names {
+            unpacked: Some((root.to_path_buf(), bundle.display().to_string())),
+        }
+    }
+
+    /// How `path` is named: `<bundle>:<member>` for a path inside the unpacked folder (the
+    /// bundle itself for the folder), otherwise the path as given.
+    pub fn name(&self, path: &Path) -> String {
+        if let Some((root, bundle)) = &self.unpacked
+            && let Ok(member) = path.strip_prefix(root)
+        {
+            return if member.as_os_str().is_empty() {
+                bundle.clone()
+            } else {
+                format!("{bundle}:{}", member.display())
+            };
+        }
+        path.display().to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_a_bundles_members_by_the_bundle() {
+        let names = Names::bundle(Path::new("/tmp/podlife-bundle-x1"), Path::new("runs/r1.tar.gz"));
+        assert_eq!(
+            names.name(Path::new("/tmp/podlife-bundle-x1/r1/suites/a.yaml")),
+            "runs/r1.tar.gz:r1/suites/a.yaml"
+        );
+        assert_eq!(names.name(Path::new("/tmp/podlife-bundle-x1")), "runs/r1.tar.gz");
+        // A sibling whose name only starts like the folder is not inside it.
+        assert_eq!(
+            names.name(Path::new("/tmp/podlife-bundle-x10/a")),
+            "/tmp/podlife-bundle-x10/a"
+        );
+        assert_eq!(Names::default().name(Path::new("suites/a.yaml")), "suites/a.yaml");
+    }
 
     #[test]
     fn refuses_a_directory_and_a_device_without_reading() {

@@ -128,47 +128,6 @@ macro_rules! outln {
     };
 }
 
-/// Folders podlife unpacked a bundle into, with the bundle they came from: a message printed or
-/// stored names `<bundle>:<member>` instead of a temporary path that is gone when podlife ends.
-static PATH_ALIASES: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
-
-/// From now on, `printable` (and `relabel`) write `label:` for `prefix/`.
-pub(crate) fn add_path_alias(prefix: &std::path::Path, label: &str) {
-    let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    a.push((format!("{}/", prefix.display()), format!("{label}:")));
-    a.push((prefix.display().to_string(), label.to_string()));
-}
-
-/// Forgets the aliases of `prefix` (its folder was removed).
-pub(crate) fn remove_path_alias(prefix: &std::path::Path) {
-    let p = prefix.display().to_string();
-    let mut a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    a.retain(|(k, _)| k.trim_end_matches('/') != p);
-}
-
-/// The folders registered with `add_path_alias` (to remove them on an exit at once).
-pub(crate) fn aliased_paths() -> Vec<std::path::PathBuf> {
-    let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    a.iter()
-        .filter(|(k, _)| !k.ends_with('/'))
-        .map(|(k, _)| std::path::PathBuf::from(k))
-        .collect()
-}
-
-/// `text` with every registered temporary folder replaced by the bundle it was unpacked from.
-pub(crate) fn relabel(text: &str) -> std::borrow::Cow<'_, str> {
-    let a = PATH_ALIASES.lock().unwrap_or_else(|p| p.into_inner());
-    if !a.iter().any(|(k, _)| text.contains(k.as_str())) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut s = text.to_string();
-    // Longest first: `dir/` before `dir`.
-    for (k, v) in a.iter() {
-        s = s.replace(k.as_str(), v);
-    }
-    std::borrow::Cow::Owned(s)
-}
-
 /// Characters that must not reach a terminal as they are: C0/C1 controls (ESC starts escape
 /// sequences that recolour, move the cursor or retitle the window) and the Unicode bidi
 /// controls (U+202E makes `ok.yaml` read as something else: "Trojan Source").
@@ -179,12 +138,11 @@ fn unprintable(c: char) -> bool {
 
 /// Text read from files (case names, evidence, log lines, error messages that quote data)
 /// made safe to print: every control or bidi character becomes a visible `\u{..}` escape
-/// (`\n` and `\t` too, so one item stays one line), and a temporary bundle folder is named by
-/// its bundle. Every print of file-derived text goes through here.
+/// (`\n` and `\t` too, so one item stays one line). Every print of file-derived text goes
+/// through here.
 pub(crate) fn printable(text: &str) -> String {
-    let text = relabel(text);
     if !text.chars().any(unprintable) {
-        return text.into_owned();
+        return text.to_string();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {

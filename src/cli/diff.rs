@@ -21,8 +21,11 @@ pub(super) fn diff_cmd(args: DiffArgs) -> ExitCode {
     };
     let before_dir = xb.as_ref().map_or(args.before.clone(), |x| x.dir.clone());
     let after_dir = xa.as_ref().map_or(after_path.clone(), |x| x.dir.clone());
-    let load = |p: &std::path::Path| diff::load_summary(p);
-    let (before, after) = match (load(&before_dir), load(&after_dir)) {
+    let names = |x: &Option<crate::run::bundle::Extracted>| x.as_ref().map(|x| x.names.clone()).unwrap_or_default();
+    let (before, after) = match (
+        diff::load_summary_named(&before_dir, &names(&xb)),
+        diff::load_summary_named(&after_dir, &names(&xa)),
+    ) {
         (Ok((_, b)), Ok((_, a))) => (b, a),
         (Err(e), _) | (_, Err(e)) => {
             crate::util::print_error(&e);

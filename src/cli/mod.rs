@@ -88,7 +88,7 @@ fn validate(paths: Vec<PathBuf>) -> ExitCode {
     let paths = default_paths(paths);
     match load_or_report(&paths) {
         Ok(suites) => {
-            if let Err(e) = crate::suite::durations::Durations::beside(&paths) {
+            if let Err(e) = crate::suite::durations::Durations::beside(&paths, &crate::files::Names::default()) {
                 eprintln!("error: {}", crate::util::printable(&e.to_string()));
                 return ExitCode::from(2);
             }

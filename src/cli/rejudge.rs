@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{RejudgeArgs, load_or_report, run};
+use super::{RejudgeArgs, load_or_report};
 use crate::suite;
 
 /// `rejudge`: replays a finished run's recordings (or judges its timelines) with the current
@@ -33,6 +33,7 @@ pub(super) fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
     let opts = crate::run::RunOptions {
         test_threads: 4,
         replay: Some(dir.clone()),
+        names: extracted.as_ref().map(|x| x.names.clone()).unwrap_or_default(),
         reports_dir: args.reports.clone(),
         junit: args.junit.clone(),
         quiet: true,
@@ -45,7 +46,6 @@ pub(super) fn rejudge_cmd(args: RejudgeArgs) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
-    run::relabel_summary(&mut outcome.summary);
     crate::run::interrupt::phase("publishing");
     let published = crate::report::publish(
         crate::report::PublishOptions {

@@ -16,15 +16,16 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         }
         None => None,
     };
+    let names = extracted.as_ref().map(|x| x.names.clone()).unwrap_or_default();
     if let Some(x) = &extracted {
         args.replay = Some(x.dir.clone());
         crate::run::interrupt::phase("unpacked");
     }
-    let suites = match run_suites(&mut args) {
+    let suites = match run_suites(&mut args, &names) {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let opts = match run_options(args) {
+    let opts = match run_options(args, names) {
         Ok(o) => o,
         Err(c) => return c,
     };
@@ -43,7 +44,6 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(code) => return code,
     };
-    relabel_summary(&mut outcome.summary);
     crate::run::interrupt::phase("publishing");
     // Test hook (tests/cli/faults_cli.rs): hold the publishing window open so a signal can be
     // sent into it deterministically.
@@ -78,8 +78,8 @@ pub(super) fn run_cmd(mut args: RunArgs) -> ExitCode {
 /// The suites a run judges with: a replayed run folder's own (when it kept them and no
 /// `--suites` was given), else those of `--suites` or the defaults; `args.suites` is set to
 /// where they came from. Every `--image` must name an image some suite uses.
-fn run_suites(args: &mut RunArgs) -> Result<Vec<suite::Suite>, ExitCode> {
-    let suites = match recorded_suites(args) {
+fn run_suites(args: &mut RunArgs, names: &crate::files::Names) -> Result<Vec<suite::Suite>, ExitCode> {
+    let suites = match recorded_suites(args, names) {
         Some(s) => s,
         None => {
             args.suites = default_paths(std::mem::take(&mut args.suites));
@@ -108,12 +108,12 @@ fn run_suites(args: &mut RunArgs) -> Result<Vec<suite::Suite>, ExitCode> {
 /// keep) are warnings on them. Suites that do not load even so (a field this podlife no longer
 /// reads) replay with the project's suites, as `rejudge` does, and say so (`None`); a case that
 /// changed since is then not comparable where its recording cannot answer it.
-fn recorded_suites(args: &mut RunArgs) -> Option<Vec<suite::Suite>> {
+fn recorded_suites(args: &mut RunArgs, names: &crate::files::Names) -> Option<Vec<suite::Suite>> {
     let dir = args.replay.as_ref()?;
     if !(args.suites.is_empty() && crate::run::is_run_folder(dir) && dir.join("suites").is_dir()) {
         return None;
     }
-    match suite::load_recorded_suites(&[dir.join("suites")]) {
+    match suite::load_recorded_suites(&[dir.join("suites")], names) {
         Ok((s, warnings)) => {
             eprintln!("replaying with the run's own suites (as the run had them)");
             if let Some(first) = warnings.first() {
@@ -142,8 +142,8 @@ fn recorded_suites(args: &mut RunArgs) -> Option<Vec<suite::Suite>> {
 
 /// The run's options from its flags, checked before anything touches the cluster: the
 /// durations file beside the suites, the `--logfile`, and the targeting flags (live only).
-fn run_options(args: RunArgs) -> Result<crate::run::RunOptions, ExitCode> {
-    let durations = match suite::durations::Durations::beside(&args.suites) {
+fn run_options(args: RunArgs, names: crate::files::Names) -> Result<crate::run::RunOptions, ExitCode> {
+    let durations = match suite::durations::Durations::beside(&args.suites, &names) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("error: {}", crate::util::printable(&e.to_string()));
@@ -169,6 +169,7 @@ fn run_options(args: RunArgs) -> Result<crate::run::RunOptions, ExitCode> {
         durations,
         keep_on_failure: args.keep_namespaces == KeepNamespaces::OnFailure,
         replay: args.replay,
+        names,
         reports_dir: args.reports,
         junit: args.junit,
         images: args.images.into_iter().collect(),
@@ -219,34 +220,6 @@ fn run_options(args: RunArgs) -> Result<crate::run::RunOptions, ExitCode> {
         eprintln!("warning: --profile certify with a filter certifies only the selected cases");
     }
     Ok(opts)
-}
-
-/// Names a bundle's members as `<bundle>:<member>` wherever a replayed run's summary would
-/// name the temporary folder it was unpacked into (gone once podlife ends).
-pub(super) fn relabel_summary(s: &mut crate::results::RunSummary) {
-    let fix = |t: &mut String| {
-        if let std::borrow::Cow::Owned(n) = crate::util::relabel(t) {
-            *t = n;
-        }
-    };
-    if let Some(src) = s.fingerprint.source.as_mut() {
-        fix(src);
-    }
-    for c in &mut s.cases {
-        fix(&mut c.suite_file);
-        c.ignore_reason.iter_mut().for_each(fix);
-        c.timeline.iter_mut().for_each(|t| fix(&mut t.source));
-        for a in &mut c.attempts {
-            a.error.iter_mut().for_each(fix);
-            a.timeline.iter_mut().for_each(|t| fix(&mut t.source));
-            a.verdicts.iter_mut().for_each(|v| fix(&mut v.evidence));
-        }
-    }
-    // The odd nodes out quote verdicts' evidence (computed by the run, before this).
-    for o in s.fleet.iter_mut().flat_map(|f| &mut f.odd) {
-        o.differences.iter_mut().for_each(fix);
-        o.rows.iter_mut().for_each(|r| fix(&mut r.why));
-    }
 }
 
 /// The shareable archive of a recorded run; a failure to write it is a warning (the run folder

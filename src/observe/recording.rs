@@ -23,18 +23,33 @@ use crate::files;
 use super::observer::{Input, Observer, WatchKind, parse_cri_line};
 use super::timeline::{Action, ActionKind, EvidenceSource, Gap, Timeline};
 
+/// A recording that cannot be read: one line naming the file (`shown`: the path as
+/// `files::Names` names it, see `Recording::read_named`).
 #[derive(Debug, thiserror::Error)]
 pub enum RecordingError {
-    #[error("{path}: {message}")]
-    Bad { path: String, message: String },
+    #[error("{shown}: {message}")]
+    Bad {
+        path: PathBuf,
+        shown: String,
+        message: String,
+    },
+}
+
+impl RecordingError {
+    /// The error with its file named as `names` names it.
+    fn named(self, names: &files::Names) -> RecordingError {
+        let RecordingError::Bad { path, message, .. } = self;
+        RecordingError::Bad {
+            shown: names.name(&path),
+            path,
+            message,
+        }
+    }
 }
 
 impl From<files::FileError> for RecordingError {
     fn from(e: files::FileError) -> RecordingError {
-        RecordingError::Bad {
-            path: e.path.display().to_string(),
-            message: e.problem.to_string(),
-        }
+        bad(&e.path, e.problem.to_string())
     }
 }
 
@@ -55,7 +70,8 @@ fn check_inside(dir: &Path, path: &Path) -> Result<(), RecordingError> {
 
 fn bad(path: &Path, message: impl Into<String>) -> RecordingError {
     RecordingError::Bad {
-        path: path.display().to_string(),
+        path: path.to_path_buf(),
+        shown: path.display().to_string(),
         message: message.into(),
     }
 }
@@ -64,6 +80,8 @@ fn bad(path: &Path, message: impl Into<String>) -> RecordingError {
 #[derive(Debug)]
 pub struct Recording {
     pub dir: PathBuf,
+    /// How the folder is named in the timeline's `source` and in errors (see `read_named`).
+    pub shown: String,
     pub inputs: Vec<Input>,
     /// The pod manifest the recording was made with, if present.
     pub manifest: Option<serde_json::Value>,
@@ -117,6 +135,18 @@ struct WatchEvent<'a> {
 impl Recording {
     /// Reads every stream of the folder. Fails with a one-line error naming the file and line.
     pub fn read(dir: &Path) -> Result<Recording, RecordingError> {
+        Self::read_named(dir, &files::Names::default())
+    }
+
+    /// `read`, the folder and its files named as `names` names them (a bundle's members as
+    /// `<bundle>:<member>`) in the timeline's source and in errors.
+    pub fn read_named(dir: &Path, names: &files::Names) -> Result<Recording, RecordingError> {
+        let mut rec = Self::read_folder(dir).map_err(|e| e.named(names))?;
+        rec.shown = names.name(dir);
+        Ok(rec)
+    }
+
+    fn read_folder(dir: &Path) -> Result<Recording, RecordingError> {
         if !dir.is_dir() {
             return Err(bad(dir, "not a recording folder (no such directory)"));
         }
@@ -169,16 +199,14 @@ impl Recording {
         let outcome = outcome.outcome;
         let manifest = match read_opt(&dir.join("manifest.yaml"), files::MANIFEST)? {
             Some(text) => Some(
-                crate::suite::load::parse_yaml::<serde_json::Value>(
-                    &text,
-                    &dir.join("manifest.yaml").display().to_string(),
-                )
-                .map_err(|d| bad(dir, d.to_string()))?,
+                crate::suite::load::parse_yaml::<serde_json::Value>(&text, "manifest.yaml")
+                    .map_err(|d| bad(dir, d.to_string()))?,
             ),
             None => None,
         };
         Ok(Recording {
             dir: dir.to_path_buf(),
+            shown: dir.display().to_string(),
             inputs,
             manifest,
             outcome,
@@ -199,7 +227,7 @@ impl Recording {
     fn observe(&self, inputs: impl Iterator<Item = Input>) -> Timeline {
         let mut obs = Observer::new(
             self.outcome.pod.as_deref(),
-            &format!("recording:{}", self.dir.display()),
+            &format!("recording:{}", self.shown),
         );
         for i in inputs {
             obs.push(i);

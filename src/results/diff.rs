@@ -199,23 +199,36 @@ pub(crate) fn noise_of(n: Noise) -> (Option<f64>, &'static str) {
     (m.spread, m.name)
 }
 
-/// A run folder whose summary cannot be read: one line naming the path.
+/// A run folder whose summary cannot be read: one line naming the path (as `files::Names`
+/// names it).
 #[derive(Debug, thiserror::Error)]
 pub enum SummaryError {
-    #[error("{}: {source}", path.display())]
-    Folder { path: PathBuf, source: std::io::Error },
-    #[error("{}: no summary.json (give a run folder such as reports/<runid>)", .0.display())]
-    NoRun(PathBuf),
-    #[error("{}: several runs, pick one: {}", path.display(), runs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
-    SeveralRuns { path: PathBuf, runs: Vec<PathBuf> },
-    #[error(transparent)]
-    File(#[from] crate::files::FileError),
-    #[error("{}: not a podlife summary: {source}", path.display())]
-    NotSummary { path: PathBuf, source: serde_json::Error },
+    #[error("{file}: {source}")]
+    Folder { file: String, source: std::io::Error },
+    #[error("{0}: no summary.json (give a run folder such as reports/<runid>)")]
+    NoRun(String),
+    #[error("{file}: several runs, pick one: {}", runs.join(", "))]
+    SeveralRuns { file: String, runs: Vec<String> },
+    #[error("{file}: {problem}")]
+    Unreadable {
+        file: String,
+        problem: crate::files::Problem,
+    },
+    #[error("{file}: not a podlife summary: {source}")]
+    NotSummary { file: String, source: serde_json::Error },
 }
 
 /// Reads `summary.json` from a run folder, or from the only run inside a reports folder.
 pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), SummaryError> {
+    load_summary_named(path, &crate::files::Names::default())
+}
+
+/// `load_summary`, paths named in errors as `names` names them (a bundle's members as
+/// `<bundle>:<member>`).
+pub(crate) fn load_summary_named(
+    path: &Path,
+    names: &crate::files::Names,
+) -> Result<(PathBuf, RunSummary), SummaryError> {
     let file = if path.join("summary.json").is_file() {
         path.join("summary.json")
     } else if path.is_file() {
@@ -223,7 +236,7 @@ pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), SummaryError> 
     } else {
         let mut runs: Vec<PathBuf> = std::fs::read_dir(path)
             .map_err(|source| SummaryError::Folder {
-                path: path.to_path_buf(),
+                file: names.name(path),
                 source,
             })?
             .flatten()
@@ -233,18 +246,21 @@ pub fn load_summary(path: &Path) -> Result<(PathBuf, RunSummary), SummaryError> 
         runs.sort();
         match runs.as_slice() {
             [one] => one.join("summary.json"),
-            [] => return Err(SummaryError::NoRun(path.to_path_buf())),
+            [] => return Err(SummaryError::NoRun(names.name(path))),
             _ => {
                 return Err(SummaryError::SeveralRuns {
-                    path: path.to_path_buf(),
-                    runs,
+                    file: names.name(path),
+                    runs: runs.iter().map(|r| names.name(r)).collect(),
                 });
             }
         }
     };
-    let text = crate::files::read_string(&file, crate::files::SUMMARY)?;
+    let text = crate::files::read_string(&file, crate::files::SUMMARY).map_err(|e| SummaryError::Unreadable {
+        file: names.name(&file),
+        problem: e.problem,
+    })?;
     let s: RunSummary = serde_json::from_str(&text).map_err(|source| SummaryError::NotSummary {
-        path: file.clone(),
+        file: names.name(&file),
         source,
     })?;
     Ok((file, s))

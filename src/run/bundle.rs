@@ -74,6 +74,8 @@ pub fn write(run_dir: &Path) -> std::io::Result<PathBuf> {
 pub struct Extracted {
     /// The run folder inside (`<tmp>/<runid>`).
     pub dir: PathBuf,
+    /// How the unpacked files are named in what podlife prints and stores (`<bundle>:<member>`).
+    pub names: crate::files::Names,
     root: tempfile::TempDir,
 }
 
@@ -86,15 +88,21 @@ impl Extracted {
 
 impl Drop for Extracted {
     fn drop(&mut self) {
-        crate::util::remove_path_alias(self.root.path());
+        let mut u = UNPACKED.lock().unwrap_or_else(|p| p.into_inner());
+        u.retain(|p| p != self.root.path());
     }
 }
+
+/// The folders bundles are unpacked into right now. An exit at once (a second Ctrl-C) runs no
+/// destructor, so it removes them from this list (`remove_unpacked`).
+static UNPACKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 /// Removes every bundle folder still unpacked: for an exit at once (a second Ctrl-C), which
 /// runs no destructor.
 pub(crate) fn remove_unpacked() {
-    for p in crate::util::aliased_paths() {
-        let _ = std::fs::remove_dir_all(&p);
+    let u = UNPACKED.lock().unwrap_or_else(|p| p.into_inner());
+    for p in u.iter() {
+        let _ = std::fs::remove_dir_all(p);
     }
 }
 
@@ -272,10 +280,14 @@ pub(crate) fn extract_in(archive: &Path, parent: &Path, stop: Stop<'_>) -> Resul
         .prefix("podlife-bundle-")
         .tempdir_in(parent)
         .map_err(|e| err(format!("cannot create a temporary folder in {}: {e}", parent.display())))?;
-    crate::util::add_path_alias(root.path(), &label);
+    UNPACKED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(root.path().to_path_buf());
     // From here on `ex` removes the folder on every path, errors included.
     let mut ex = Extracted {
         dir: root.path().to_path_buf(),
+        names: crate::files::Names::bundle(root.path(), archive),
         root,
     };
     walk(archive, stop, Some(ex.root.path()))?;
@@ -420,7 +432,8 @@ mod tests {
             ExtractError::Interrupted(crate::run::interrupt::SIGTERM)
         );
         assert_eq!(std::fs::read_dir(&parent).unwrap().count(), 0, "nothing left behind");
-        assert!(crate::util::aliased_paths().iter().all(|p| !p.starts_with(&parent)));
+        let unpacked = UNPACKED.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert!(unpacked.iter().all(|p| !p.starts_with(&parent)), "{unpacked:?}");
     }
 
     #[test]

@@ -86,7 +86,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
     let outcome = match &opts.replay.clone() {
         Some(dir) => {
             if !dir.is_dir() {
-                crate::util::print_error(format!("--replay {}: no such directory", dir.display()));
+                crate::util::print_error(format!("--replay {}: no such directory", opts.names.name(dir)));
                 return Err(ExitCode::from(2));
             }
             if let Err(e) = prepare_replay(&mut opts, &cases) {
@@ -102,13 +102,13 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
             if !selected.is_empty() && !selected.iter().any(|(_, c)| replayable(dir, c)) {
                 crate::util::print_error(format!(
                     "--replay {}: no recording of any selected case (expected a run folder with recordings/ or timelines/, or a folder of recordings named after cases, e.g. {}/{})",
-                    dir.display(),
-                    dir.display(),
+                    opts.names.name(dir),
+                    opts.names.name(dir),
                     selected[0].1.name()
                 ));
                 return Err(ExitCode::from(2));
             }
-            let fp = replay_fingerprint(dir);
+            let fp = replay_fingerprint(dir, &opts.names);
             interrupt::phase("replay-checked");
             let interrupts = {
                 let _g = rt.enter();
@@ -117,7 +117,7 @@ pub fn run(mut opts: RunOptions, suites: Vec<Suite>) -> Result<RunOutcome, ExitC
             execute(Execution {
                 opts: &opts,
                 cases,
-                source: Source::Replay(dir.clone()),
+                source: Source::Replay(dir.clone(), opts.names.clone()),
                 fingerprint: fp,
                 run_id,
                 started,

@@ -33,6 +33,9 @@ pub struct RunOptions {
     pub durations: crate::suite::durations::Durations,
     pub keep_on_failure: bool,
     pub replay: Option<PathBuf>,
+    /// How the replayed files are named in what the run prints and stores (a bundle's members
+    /// as `<bundle>:<member>`: the folder it was unpacked into is gone when podlife ends).
+    pub names: crate::files::Names,
     pub reports_dir: PathBuf,
     pub junit: Option<PathBuf>,
     pub images: BTreeMap<String, String>,
@@ -104,6 +107,7 @@ impl Default for RunOptions {
             durations: Default::default(),
             keep_on_failure: false,
             replay: None,
+            names: Default::default(),
             reports_dir: PathBuf::from(defaults::REPORTS),
             junit: None,
             images: BTreeMap::new(),

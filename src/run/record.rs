@@ -562,19 +562,19 @@ pub struct RecordError {
 /// A file a suite references that the run's kept suites lack.
 #[derive(Debug, thiserror::Error)]
 enum CopyError {
-    #[error("suite {}: `{}` not copied (not a plain relative path)", suite.display(), rel.display())]
-    NotPlain { suite: PathBuf, rel: PathBuf },
+    #[error("suite {suite}: `{}` not copied (not a plain relative path)", rel.display())]
+    NotPlain { suite: String, rel: PathBuf },
     #[error("copying {}: {source}", src.display())]
     Io { src: PathBuf, source: std::io::Error },
 }
 
 /// Copies one file a suite references by a plain relative path to the same path under `dest`.
-fn copy_referenced(dest: &Path, suite: &Path, rel: &str, src: &Path) -> Result<(), CopyError> {
+fn copy_referenced(dest: &Path, suite: &str, rel: &str, src: &Path) -> Result<(), CopyError> {
     let rel = Path::new(rel);
     // Only paths that stay inside suites/ once copied (no absolute paths, no `..`).
     if rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
         return Err(CopyError::NotPlain {
-            suite: suite.to_path_buf(),
+            suite: suite.to_string(),
             rel: rel.to_path_buf(),
         });
     }
@@ -610,7 +610,7 @@ pub(crate) fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec
         used.insert(name.clone());
         let r = std::fs::create_dir_all(&dest).and_then(|_| std::fs::copy(&s.path, dest.join(&name)));
         if let Err(e) = r {
-            warnings.push(format!("copying suite {}: {e}", s.path.display()));
+            warnings.push(format!("copying suite {}: {e}", s.shown));
             continue;
         }
         for c in &s.cases {
@@ -627,7 +627,7 @@ pub(crate) fn copy_suites(run_dir: &Path, suites: &[crate::suite::Suite]) -> Vec
                     _ => None,
                 });
             for (rel, src) in manifest.into_iter().chain(objects).chain(elsewhere).chain(steps) {
-                if let Err(w) = copy_referenced(&dest, &s.path, &rel.value, src) {
+                if let Err(w) = copy_referenced(&dest, &s.shown, &rel.value, src) {
                     warnings.push(w.to_string());
                 }
             }

@@ -21,18 +21,19 @@ pub fn is_run_folder(dir: &std::path::Path) -> bool {
 /// recorded without `--record`, its judged timeline); from a recordings folder, `<dir>/<case>`.
 pub(super) fn replay_attempt(
     dir: &std::path::Path,
+    names: &crate::files::Names,
     case: &LoadedCase,
     node: Option<&str>,
     n: usize,
 ) -> crate::results::Attempt {
     if !is_run_folder(dir) {
-        return case::replay_case(case, &dir.join(case.name()));
+        return case::replay_named(case, &dir.join(case.name()), names);
     }
     let recs = dir
         .join("recordings")
         .join(record::case_dir_name(&case.suite, case.name(), node));
     if recs.is_dir() {
-        return case::replay_case(case, &recs.join(format!("attempt-{n}")));
+        return case::replay_named(case, &recs.join(format!("attempt-{n}")), names);
     }
     // No recordings: the run stored one timeline per case, its last attempt's. Only that
     // attempt has evidence to re-judge; every other attempt is said to have none (judging the
@@ -56,7 +57,7 @@ pub(super) fn replay_attempt(
         };
     }
     let original = recorded.as_ref().and_then(|a| a.last());
-    case::judge_timeline_file(case, &stored_timeline(dir, case, node), original)
+    case::judge_timeline_file(case, &stored_timeline(dir, case, node), names, original)
 }
 
 /// The attempts a run folder's `summary.json` reports for a case (None: no readable summary
@@ -105,21 +106,22 @@ pub(super) fn cases_of_run(dir: &std::path::Path) -> Option<BTreeSet<String>> {
     Some(s.cases.iter().map(|c| c.case_name()).collect())
 }
 
-/// A run folder that cannot be replayed: one line naming the file at fault.
+/// A run folder that cannot be replayed: one line naming the file at fault (as
+/// `RunOptions::names` names it).
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ReplayFolderError {
     #[error(
         "{}: a symbolic link in a run folder: refused (a run is re-judged only from what it holds)",
-        crate::util::printable(&.0.display().to_string())
+        crate::util::printable(.0)
     )]
-    Link(std::path::PathBuf),
-    #[error(transparent)]
-    File(#[from] crate::files::FileError),
-    #[error("{}: not a podlife run.json: {source}", path.display())]
-    RunJson {
-        path: std::path::PathBuf,
-        source: serde_json::Error,
+    Link(String),
+    #[error("{file}: {problem}")]
+    Unreadable {
+        file: String,
+        problem: crate::files::Problem,
     },
+    #[error("{file}: not a podlife run.json: {source}")]
+    RunJson { file: String, source: serde_json::Error },
     #[error(transparent)]
     Recording(#[from] crate::observe::recording::RecordingError),
 }
@@ -132,11 +134,18 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
     if !is_run_folder(&dir) {
         return Ok(());
     }
-    refuse_links(&dir)?;
+    let names = &opts.names;
+    refuse_links(&dir).map_err(|link| ReplayFolderError::Link(names.name(&link)))?;
     let run_json = dir.join("recordings").join("run.json");
-    if let Some(text) = crate::files::read_string_opt(&run_json, crate::files::SUMMARY)? {
+    let text = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| {
+        ReplayFolderError::Unreadable {
+            file: names.name(&run_json),
+            problem: e.problem,
+        }
+    })?;
+    if let Some(text) = text {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|source| ReplayFolderError::RunJson {
-            path: run_json.clone(),
+            file: names.name(&run_json),
             source,
         })?;
         if let Some(r) = v.get("retries").and_then(|x| x.as_u64()) {
@@ -181,7 +190,7 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
             let mut attempts: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
             attempts.sort();
             for a in attempts {
-                crate::observe::Recording::read(&a)?;
+                crate::observe::Recording::read_named(&a, &opts.names)?;
             }
         }
     }
@@ -191,15 +200,16 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
 /// A run folder is evidence of one run: what it holds is read from inside it only. A symbolic
 /// link in it (a recording or stored timeline pointing elsewhere) would be judged and copied
 /// into the new reports as if the run had recorded it, so it is refused, naming the path, as
-/// bundles refuse links. The walk never follows a link, so it ends on any folder.
-pub(crate) fn refuse_links(dir: &std::path::Path) -> Result<(), ReplayFolderError> {
+/// bundles refuse links (`Err`: the first link found). The walk never follows a link, so it
+/// ends on any folder.
+fn refuse_links(dir: &std::path::Path) -> Result<(), PathBuf> {
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else { continue };
         for e in rd.flatten() {
             let Ok(t) = e.file_type() else { continue };
             if t.is_symlink() {
-                return Err(ReplayFolderError::Link(e.path()));
+                return Err(e.path());
             }
             if t.is_dir() {
                 todo.push(e.path());
@@ -229,8 +239,8 @@ fn attempts_held(dir: &std::path::Path) -> usize {
 
 /// The fingerprint of recordings: a run folder's own (from its `summary.json`, else
 /// `recordings/cluster-info.json`), or `cluster-info.json` beside a recordings folder.
-pub fn replay_fingerprint(dir: &std::path::Path) -> Fingerprint {
-    let source = Some(format!("replay:{}", dir.display()));
+pub fn replay_fingerprint(dir: &std::path::Path, names: &crate::files::Names) -> Fingerprint {
+    let source = Some(format!("replay:{}", names.name(dir)));
     if is_run_folder(dir) {
         let from_summary = crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
             .ok()

@@ -22,7 +22,8 @@ use crate::suite::{LoadedCase, Suite};
 /// Where cases get their streams from.
 pub enum Source {
     Live(kube::Client),
-    Replay(PathBuf),
+    /// A run or recordings folder, and how its files are named (`RunOptions::names`).
+    Replay(PathBuf, crate::files::Names),
 }
 
 /// What `execute` produced.
@@ -235,7 +236,7 @@ fn case_work(mut cases: Vec<(Suite, LoadedCase)>, fleet: &[NodeInfo], opts: &Run
             } else {
                 fleet.iter().cloned().map(Some).collect()
             };
-            let (file, case) = (Arc::new(s.path.display().to_string()), Arc::new(c));
+            let (file, case) = (Arc::new(s.shown.clone()), Arc::new(c));
             on.into_iter().map(move |n| (file.clone(), case.clone(), n))
         })
         .collect()
@@ -615,14 +616,9 @@ fn start_health(
 /// (`CaseReport::timeline_in`). A timeline that cannot be written stays in memory, and the
 /// reports write it with the rest.
 fn spill_timeline(dir: &std::path::Path, report: &mut CaseReport) {
-    let Some(tl) = &mut report.timeline else {
+    let Some(tl) = &report.timeline else {
         return;
     };
-    // Named as the summary names it (a bundle's members, not the folder it was unpacked into).
-    if let std::borrow::Cow::Owned(s) = crate::util::relabel(&tl.source) {
-        tl.source = s;
-    }
-    let tl = &*tl;
     let rel = crate::results::timeline_file(&report.suite, &report.case, report.target_node.as_deref());
     let path = dir.join(&rel);
     let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| {
@@ -797,7 +793,7 @@ fn thread_count(opts: &RunOptions, fleet: &[NodeInfo], fingerprint: &Fingerprint
 /// Replaying a run folder: how many attempts each repetition of each case made live.
 fn replay_plan(source: &Source) -> Arc<BTreeMap<String, Vec<usize>>> {
     Arc::new(match source {
-        Source::Replay(dir) if is_run_folder(dir) => {
+        Source::Replay(dir, _) if is_run_folder(dir) => {
             crate::files::read_string(&dir.join("summary.json"), crate::files::SUMMARY)
                 .ok()
                 .and_then(|t| serde_json::from_str::<RunSummary>(&t).ok())
@@ -881,7 +877,7 @@ impl TrialPlan {
         }
         // Replaying recordings without a run's plan: one recording per case, nothing to retry.
         let undecided_retries = match (source, recorded) {
-            (Source::Replay(_), None) => 0,
+            (Source::Replay(..), None) => 0,
             _ => self.undecided_retries as usize,
         };
         let mut attempt_no = 0;
@@ -950,7 +946,7 @@ impl TrialPlan {
                 panic!("injected by the panic_in_case test hook");
             }
             match source {
-                Source::Replay(dir) => replay_attempt(dir, case, env.node.as_deref(), k),
+                Source::Replay(dir, names) => replay_attempt(dir, names, case, env.node.as_deref(), k),
                 // Boxed: the case's state machine lives on the heap for as long as it
                 // runs, not on this thread's stack, whose touched pages would stay
                 // resident for the thread's life (hundreds of threads in a fleet).
@@ -1053,7 +1049,7 @@ fn ignore_reason(
             )),
         );
     }
-    if let Source::Replay(dir) = source {
+    if let Source::Replay(dir, names) = source {
         if is_run_folder(dir) {
             let rec = dir
                 .join("recordings")
@@ -1065,14 +1061,14 @@ fn ignore_reason(
                     Some(format!(
                         "no recording or timeline of `{}` in {}",
                         crate::results::case_id(&case.suite, case.name(), node),
-                        dir.display()
+                        names.name(dir)
                     )),
                 );
             }
         } else if !dir.join(case.name()).is_dir() {
             return (
                 true,
-                Some(format!("no recording `{}` in {}", case.name(), dir.display())),
+                Some(format!("no recording `{}` in {}", case.name(), names.name(dir))),
             );
         }
     }

@@ -2,14 +2,15 @@
 //! cases by (longest first) and the plan predicts the wall time from. Never used to judge.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A malformed line of `durations.tsv`.
 #[derive(Debug, thiserror::Error)]
-#[error("{}:{line}: {why}", path.display())]
+#[error("{path}:{line}: {why}")]
 pub struct DurationsError {
-    pub path: PathBuf,
+    /// The file, named as `files::Names` names it.
+    pub path: String,
     pub line: usize,
     pub why: &'static str,
 }
@@ -17,8 +18,11 @@ pub struct DurationsError {
 /// Why `durations.tsv` beside the suites cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DurationsFileError {
-    #[error(transparent)]
-    Read(#[from] crate::files::FileError),
+    #[error("{path}: {problem}")]
+    Unreadable {
+        path: String,
+        problem: crate::files::Problem,
+    },
     #[error(transparent)]
     Parse(#[from] DurationsError),
 }
@@ -30,7 +34,7 @@ pub struct Durations(BTreeMap<String, Duration>);
 impl Durations {
     /// Parses `case<TAB>seconds` lines (`#` comments, blank lines and the header `case`, TAB, `seconds`
     /// are skipped). A malformed line is an error naming it: the file is part of the suites.
-    pub fn parse(path: &Path, text: &str) -> Result<Self, DurationsError> {
+    pub fn parse(path: &str, text: &str) -> Result<Self, DurationsError> {
         let mut out = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
             let line = line.trim_end();
@@ -38,7 +42,7 @@ impl Durations {
                 continue;
             }
             let bad = |why: &'static str| DurationsError {
-                path: path.to_path_buf(),
+                path: path.to_string(),
                 line: i + 1,
                 why,
             };
@@ -59,16 +63,20 @@ impl Durations {
 
     /// `durations.tsv` in the first suites folder; none (every case scheduled by its timeout)
     /// when there is no such file. A file that cannot be read or parsed is an error naming its
-    /// line: the file is part of the suites, and `validate` checks it too.
-    pub fn beside(suites: &[PathBuf]) -> Result<Self, DurationsFileError> {
+    /// line (as `names` names the file): the file is part of the suites, and `validate` checks
+    /// it too.
+    pub fn beside(suites: &[PathBuf], names: &crate::files::Names) -> Result<Self, DurationsFileError> {
         let Some(dir) = suites.iter().find(|p| p.is_dir()) else {
             return Ok(Self::default());
         };
         let path = dir.join("durations.tsv");
         match crate::files::read_string_opt(&path, crate::files::LIST) {
-            Ok(Some(text)) => Ok(Self::parse(&path, &text)?),
+            Ok(Some(text)) => Ok(Self::parse(&names.name(&path), &text)?),
             Ok(None) => Ok(Self::default()),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(DurationsFileError::Unreadable {
+                path: names.name(&path),
+                problem: e.problem,
+            }),
         }
     }
 
@@ -90,7 +98,7 @@ mod tests {
 
     #[test]
     fn parses_cases_and_refuses_malformed_lines() {
-        let p = Path::new("suites/durations.tsv");
+        let p = "suites/durations.tsv";
         let d = Durations::parse(p, "# c\ncase\tseconds\na::b\t12\nc::d\t0.5\n").unwrap();
         assert_eq!(d.of("a::b"), Some(Duration::from_secs(12)));
         assert_eq!(d.expected("c::d", Duration::from_secs(60)), Duration::from_millis(500));

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::model::*;
 use super::types::InstanceSel;
+use crate::files::Names;
 
 pub use diag::{Diag, parse_yaml};
 pub use discover::discover;
@@ -217,6 +218,8 @@ impl LoadedCase {
 #[derive(Clone, Debug)]
 pub struct Suite {
     pub path: PathBuf,
+    /// How messages and results name the file (`<bundle>:<member>` for a bundle's suite).
+    pub shown: String,
     pub file: SuiteFile,
     pub cases: Vec<LoadedCase>,
 }
@@ -229,30 +232,31 @@ impl Suite {
 
 /// Loads and validates suites. Returns every problem found, across all files.
 pub fn load_suites(paths: &[PathBuf]) -> Result<Vec<Suite>, Vec<Diag>> {
-    load_suites_as(paths, false).map(|(suites, _)| suites)
+    load_suites_as(paths, false, &Names::default()).map(|(suites, _)| suites)
 }
 
 /// Loads the suites a run kept (a bundle's or a run folder's `suites/`), to replay the run with
 /// the cases as they ran. A rule this podlife checks that the recorded suites break without
 /// changing what their cases are (a step budget added since; a manifest only a live apply reads,
 /// which older bundles did not keep) is a warning here, returned beside the suites: it would
-/// refuse to run the cases live, not change what their recordings mean.
-pub fn load_recorded_suites(paths: &[PathBuf]) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
-    load_suites_as(paths, true)
+/// refuse to run the cases live, not change what their recordings mean. Files are named as
+/// `names` names them (a bundle's as `<bundle>:<member>`).
+pub fn load_recorded_suites(paths: &[PathBuf], names: &Names) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
+    load_suites_as(paths, true, names)
 }
 
-fn load_suites_as(paths: &[PathBuf], recorded: bool) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
-    let files = discover(paths)?;
+fn load_suites_as(paths: &[PathBuf], recorded: bool, names: &Names) -> Result<(Vec<Suite>, Vec<Diag>), Vec<Diag>> {
+    let files = discover::discover_named(paths, names)?;
     let mut suites = vec![];
     let mut errors = vec![];
     let mut warnings = vec![];
-    let mut names: BTreeMap<String, String> = BTreeMap::new();
+    let mut suite_names: BTreeMap<String, String> = BTreeMap::new();
     for f in files {
-        match load_suite_file_as(&f, recorded) {
+        match load_suite_file_as(&f, recorded, names) {
             Ok((s, mut w)) => {
                 warnings.append(&mut w);
-                let label = f.display().to_string();
-                if let Some(prev) = names.insert(s.name().to_string(), label.clone()) {
+                let label = s.shown.clone();
+                if let Some(prev) = suite_names.insert(s.name().to_string(), label.clone()) {
                     errors.push(Diag {
                         file: label,
                         line: s.file.name.line,
@@ -280,6 +284,8 @@ fn load_suites_as(paths: &[PathBuf], recorded: bool) -> Result<(Vec<Suite>, Vec<
 
 struct Ctx<'a> {
     file: &'a str,
+    /// How files are named in the problems found (the suite's, its manifests).
+    names: &'a Names,
     errors: Vec<Diag>,
     /// Loading suites a run kept, to replay it (`load_recorded_suites`).
     recorded: bool,
@@ -309,8 +315,8 @@ impl Ctx<'_> {
     }
 }
 
-fn load_suite_file_as(path: &Path, recorded: bool) -> Result<(Suite, Vec<Diag>), Vec<Diag>> {
-    let file = path.display().to_string();
+fn load_suite_file_as(path: &Path, recorded: bool, names: &Names) -> Result<(Suite, Vec<Diag>), Vec<Diag>> {
+    let file = names.name(path);
     let text = crate::files::read_string(path, crate::files::SUITE).map_err(|e| {
         vec![Diag {
             file: file.clone(),
@@ -323,6 +329,7 @@ fn load_suite_file_as(path: &Path, recorded: bool) -> Result<(Suite, Vec<Diag>),
     let suite: SuiteFile = parse_yaml(&text, &file).map_err(|d| vec![d])?;
     let mut ctx = Ctx {
         file: &file,
+        names,
         errors: vec![],
         recorded,
         warnings: vec![],
@@ -377,6 +384,7 @@ fn load_suite_file_as(path: &Path, recorded: bool) -> Result<(Suite, Vec<Diag>),
     if ctx.errors.is_empty() {
         let suite = Suite {
             path: path.to_path_buf(),
+            shown: file.clone(),
             file: suite,
             cases,
         };

@@ -99,7 +99,7 @@ pub(crate) fn stem_collisions(suites: &[Suite]) -> Vec<Diag> {
             let here = c.full_name();
             match seen.get(&stem) {
                 Some(prev) => out.push(Diag {
-                    file: s.path.display().to_string(),
+                    file: s.shown.clone(),
                     line: c.spec.name.line,
                     col: c.spec.name.col,
                     path: "name".into(),

@@ -681,7 +681,31 @@ fn replay_elsewhere(bundle: &Path) -> (std::process::Output, RunSummary) {
         .args(["--reports", "out"])
         .output()
         .unwrap();
+    // The bundle is unpacked into a temporary folder that is gone once podlife ends: nothing
+    // printed or written names it; its members are named `<bundle>:<member>`.
+    let mut texts = vec![
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ];
+    let mut todo = vec![empty.path().join("out")];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if let Ok(t) = std::fs::read_to_string(&p) {
+                texts.push(format!("{}: {t}", p.display()));
+            }
+        }
+    }
+    for t in &texts {
+        assert!(!t.contains("podlife-bundle-"), "names the unpacked folder: {t}");
+    }
     let summary = read_summary(&only_run(&empty.path().join("out")));
+    let member = format!("{}:", copy.display());
+    for c in &summary.cases {
+        assert!(c.suite_file.starts_with(&member), "{}", c.suite_file);
+    }
     (out, summary)
 }
 
@@ -714,6 +738,8 @@ fn an_old_bundle_replays_with_its_own_suites() {
             && !err.contains("do not load"),
         "{err}"
     );
+    // The warning names the suite file as a member of the bundle.
+    assert!(err.contains("8pgadlfn.tar.gz:8pgadlfn/suites/"), "{err}");
     assert_eq!(summary.cases.len(), 117);
     for c in &summary.cases {
         assert!(

@@ -23,9 +23,9 @@ mod observe;
 mod replay;
 
 use observe::observe_case;
+pub(crate) use replay::{judge_timeline_file, replay_named};
 pub use replay::{
-    TimelineFileError, incomplete_verdict, judge_timeline_file, objects_verdict, read_timeline_file, replay_case,
-    replay_recording,
+    TimelineFileError, incomplete_verdict, objects_verdict, read_timeline_file, replay_case, replay_recording,
 };
 
 /// Shared state of a run that cases need.

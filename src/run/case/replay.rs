@@ -5,7 +5,13 @@ use super::*;
 
 /// Replays a case from a recording folder: same observer, same judge, same step checks.
 pub fn replay_case(case: &LoadedCase, dir: &Path) -> Attempt {
-    match Recording::read(dir) {
+    replay_named(case, dir, &crate::files::Names::default())
+}
+
+/// `replay_case`, the recording named as `names` names it (a bundle's members as
+/// `<bundle>:<member>`) in the timeline's source and in errors.
+pub(crate) fn replay_named(case: &LoadedCase, dir: &Path, names: &crate::files::Names) -> Attempt {
+    match Recording::read_named(dir, names) {
         Ok(rec) => replay_recording(case, rec),
         Err(e) => errored(e.to_string(), Timestamp::now(), Instant::now(), None),
     }
@@ -29,7 +35,6 @@ fn judge_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
     let tl = rec.take_timeline();
-    let dir = rec.dir.as_path();
     // How a recorded live attempt ended is a fact of that run: replay it as it was.
     let o = &rec.outcome;
     if o.interrupted {
@@ -63,7 +68,7 @@ fn judge_recording(case: &LoadedCase, mut rec: Recording) -> Attempt {
                 }
             },
             Err(e) => errored(
-                format!("{}: damaged recording: step verdict: {e}", dir.display()),
+                format!("{}: damaged recording: step verdict: {e}", rec.shown),
                 started,
                 t0,
                 Some(tl),
@@ -283,37 +288,45 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
 }
 
 /// A timeline file that cannot be read, or a recording folder whose timeline cannot: one line
-/// naming the file (and the field).
+/// naming the file (and the field). Files are named as `files::Names` names them.
 #[derive(Debug, thiserror::Error)]
 pub enum TimelineFileError {
-    #[error(transparent)]
-    File(#[from] crate::files::FileError),
+    #[error("{file}: {problem}")]
+    Unreadable {
+        file: String,
+        problem: crate::files::Problem,
+    },
     #[error(transparent)]
     Recording(#[from] crate::observe::recording::RecordingError),
-    #[error("{}: not a podlife timeline: {source}", path.display())]
-    NotTimeline {
-        path: std::path::PathBuf,
-        source: serde_json::Error,
-    },
+    #[error("{file}: not a podlife timeline: {source}")]
+    NotTimeline { file: String, source: serde_json::Error },
     #[error(
-        "{}: format: timeline format {found} is not supported by this podlife (reads format {})",
-        path.display(),
+        "{file}: format: timeline format {found} is not supported by this podlife (reads format {})",
         crate::observe::timeline::TIMELINE_FORMAT
     )]
-    Format { path: std::path::PathBuf, found: u32 },
+    Format { file: String, found: u32 },
 }
 
 /// Reads a timeline JSON as `run` writes it, refusing a format this podlife does not read (one
 /// line naming the file and the field).
 pub fn read_timeline_file(path: &Path) -> Result<Timeline, TimelineFileError> {
-    let text = crate::files::read_string(path, crate::files::TIMELINE)?;
+    read_timeline_named(path, &crate::files::Names::default())
+}
+
+/// `read_timeline_file`, the file named in errors as `names` names it.
+fn read_timeline_named(path: &Path, names: &crate::files::Names) -> Result<Timeline, TimelineFileError> {
+    let file = || names.name(path);
+    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| TimelineFileError::Unreadable {
+        file: file(),
+        problem: e.problem,
+    })?;
     let tl = serde_json::from_str::<Timeline>(&text).map_err(|source| TimelineFileError::NotTimeline {
-        path: path.to_path_buf(),
+        file: file(),
         source,
     })?;
     if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
         return Err(TimelineFileError::Format {
-            path: path.to_path_buf(),
+            file: file(),
             found: tl.format,
         });
     }
@@ -339,10 +352,15 @@ pub fn incomplete_verdict(tl: &Timeline) -> Option<Verdict> {
 /// to re-judge of a run recorded without raw recordings. `recorded` is how that attempt ended
 /// live (from `summary.json`): an interrupted or errored attempt stays so, a finished one is
 /// judged with its steps checked on the timeline, as `podlife judge` does.
-pub fn judge_timeline_file(case: &LoadedCase, path: &Path, recorded: Option<&Attempt>) -> Attempt {
+pub(crate) fn judge_timeline_file(
+    case: &LoadedCase,
+    path: &Path,
+    names: &crate::files::Names,
+    recorded: Option<&Attempt>,
+) -> Attempt {
     let started = Timestamp::now();
     let t0 = Instant::now();
-    let mut tl = match read_timeline_file(path) {
+    let mut tl = match read_timeline_named(path, names) {
         Ok(tl) => tl,
         Err(e) => return errored(e.to_string(), started, t0, None),
     };

@@ -9,6 +9,7 @@ use super::{
     AuxObject, ContainerInfo, ContainerKind, Ctx, LoadedCase, MAX_GRACE_SECONDS, ManifestError, Refs, check_ephemeral,
     check_object, check_patch, check_pod, load_manifest, parse_version,
 };
+use crate::files::Names;
 use crate::suite::model::*;
 
 /// A case and what its suite file gives it: where its paths are relative to, and its defaults.
@@ -91,7 +92,7 @@ fn pod_of(ctx: &mut Ctx, c: &CaseInput) -> Option<(serde_json::Value, Option<Pat
             );
             return None;
         }
-        (Some(m), None) => match load_manifest(base, m) {
+        (Some(m), None) => match load_manifest(base, ctx.names, m) {
             Ok((v, path)) => (v, Some(path)),
             Err(msg) => {
                 ctx.err(m, format!("{p}.manifest"), msg.to_string());
@@ -127,7 +128,7 @@ fn containers_of(
     match check_pod(pod, c.images) {
         Ok(c) => Some(c),
         Err(msg) => {
-            let where_ = manifest_path.map(|m| format!("{}: ", m.display())).unwrap_or_default();
+            let where_ = manifest_path.map(|m| format!("{}: ", ctx.names.name(m))).unwrap_or_default();
             ctx.err(&at, format!("{p}.{field}"), format!("{where_}{msg}"));
             None
         }
@@ -155,7 +156,7 @@ fn objects_of(ctx: &mut Ctx, list: &[Loc<String>], c: &CaseInput, field: &str) -
     let mut objects: Vec<AuxObject> = vec![];
     for (i, o) in list.iter().enumerate() {
         let path = format!("{p}.{field}[{i}]");
-        match load_object(base, o) {
+        match load_object(base, ctx.names, o) {
             Ok(obj) => {
                 if let Some(first) = objects.iter().position(|x| x.id() == obj.id()) {
                     ctx.err(
@@ -216,7 +217,7 @@ fn object_steps(ctx: &mut Ctx, c: &CaseInput, objects: &[AuxObject]) -> BTreeMap
             }
         };
         let field = format!("{sp}.{}", if delete { "delete" } else { "apply" });
-        let obj = match load_object(base, m) {
+        let obj = match load_object(base, ctx.names, m) {
             Ok(o) if o.kind == "Service" => {
                 ctx.err(m, field, "an `object` step changes a ConfigMap or Secret; a Service's environment is read once, when a container starts");
                 continue;
@@ -585,8 +586,8 @@ fn expectations(refs: &mut Refs, c: &CaseInput) {
 }
 
 /// An object manifest (`objects:`, an `object` step) loaded and checked.
-fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, ManifestError> {
-    load_manifest(base, m).and_then(|(v, file)| {
+fn load_object(base: &Path, names: &Names, m: &Loc<String>) -> Result<AuxObject, ManifestError> {
+    load_manifest(base, names, m).and_then(|(v, file)| {
         check_object(&v)
             .map(|(kind, name)| AuxObject {
                 kind,
@@ -594,6 +595,9 @@ fn load_object(base: &Path, m: &Loc<String>) -> Result<AuxObject, ManifestError>
                 value: v,
                 path: file.clone(),
             })
-            .map_err(|problem| ManifestError::Object { path: file, problem })
+            .map_err(|problem| ManifestError::Object {
+                path: names.name(&file),
+                problem,
+            })
     })
 }

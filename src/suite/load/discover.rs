@@ -5,6 +5,11 @@ use super::*;
 
 /// Finds suite files: each PATH is a file or a directory searched recursively for `*.yaml`/`*.yml`.
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
+    discover_named(paths, &crate::files::Names::default())
+}
+
+/// `discover`, a path that does not exist named as `names` names it.
+pub(super) fn discover_named(paths: &[PathBuf], names: &crate::files::Names) -> Result<Vec<PathBuf>, Vec<Diag>> {
     let mut files = vec![];
     let mut errors = vec![];
     // Folders walked and files taken, by canonical path: a symlink loop (`suites/again ->
@@ -28,7 +33,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Vec<Diag>> {
             }
         } else {
             errors.push(Diag {
-                file: p.display().to_string(),
+                file: names.name(p),
                 line: 0,
                 col: 0,
                 path: String::new(),

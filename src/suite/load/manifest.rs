@@ -13,27 +13,28 @@ pub fn project_root(base: &Path) -> &Path {
         .unwrap_or(base)
 }
 
-/// Why a `manifest:` path cannot be loaded. `name` is the path as the suite wrote it.
+/// Why a `manifest:` path cannot be loaded. `name` is the path as the suite wrote it; the other
+/// paths are named as `files::Names` names them.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ManifestError {
     #[error("manifest `{name}` not found")]
     AbsentAbsolute { name: String },
     /// Found only by a `..` that climbs above the project root.
-    #[error("manifest `{name}` resolves to {}, outside the project root {}: refused", path.display(), root.display())]
-    OutsideRoot { name: String, path: PathBuf, root: PathBuf },
+    #[error("manifest `{name}` resolves to {path}, outside the project root {root}: refused")]
+    OutsideRoot { name: String, path: String, root: String },
     /// `searched` says where: the suite's folder, or from it up to the project root.
     #[error("manifest `{name}` not found ({searched})")]
     NotFound { name: String, searched: String },
-    #[error("manifest `{}`: {problem}", path.display())]
+    #[error("manifest `{path}`: {problem}")]
     Unreadable {
-        path: PathBuf,
+        path: String,
         problem: crate::files::Problem,
     },
     #[error("invalid manifest: {0}")]
     Invalid(Diag),
     /// The manifest is no object the case may create beside its pod.
-    #[error("{}: {problem}", path.display())]
-    Object { path: PathBuf, problem: ObjectError },
+    #[error("{path}: {problem}")]
+    Object { path: String, problem: ObjectError },
 }
 
 /// Resolves a relative manifest path against the suite's directory, then each parent up to the
@@ -41,7 +42,11 @@ pub(crate) enum ManifestError {
 /// shared temporary directory) is never picked up, and `..` cannot lead out of it. Symlinks are
 /// followed: one inside the project was put there by its owner (e.g. a shared `manifests/`).
 /// An absolute path is read as written (the suite's author named that exact file).
-pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json::Value, PathBuf), ManifestError> {
+pub(super) fn load_manifest(
+    base: &Path,
+    names: &Names,
+    m: &Loc<String>,
+) -> Result<(serde_json::Value, PathBuf), ManifestError> {
     let base = if base.as_os_str().is_empty() {
         Path::new(".")
     } else {
@@ -85,18 +90,18 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
         {
             return Err(ManifestError::OutsideRoot {
                 name: m.value.clone(),
-                path: path.clone(),
-                root: root.to_path_buf(),
+                path: names.name(path),
+                root: names.name(root),
             });
         }
         let Some((_, path)) = found else {
             let searched = if dirs.len() == 1 {
-                format!("searched in {}", base.display())
+                format!("searched in {}", names.name(base))
             } else {
                 format!(
                     "searched from {} up to the project root {}",
-                    base.display(),
-                    root.display()
+                    names.name(base),
+                    names.name(root)
                 )
             };
             return Err(ManifestError::NotFound {
@@ -107,10 +112,10 @@ pub(super) fn load_manifest(base: &Path, m: &Loc<String>) -> Result<(serde_json:
         path
     };
     let text = crate::files::read_string(&path, crate::files::MANIFEST).map_err(|e| ManifestError::Unreadable {
-        path: path.clone(),
+        path: names.name(&path),
         problem: e.problem,
     })?;
-    let value: serde_json::Value = parse_yaml(&text, &path.display().to_string()).map_err(ManifestError::Invalid)?;
+    let value: serde_json::Value = parse_yaml(&text, &names.name(&path)).map_err(ManifestError::Invalid)?;
     Ok((value, path))
 }
 
