@@ -72,6 +72,30 @@ const LOAD_PERIOD: Duration = Duration::from_secs(5);
 /// loads never weigh on the API server the run depends on: past 20 nodes the period grows.
 const LOAD_REQUESTS_PER_SECOND: f64 = 4.0;
 
+/// A node whose latest CPU reading is at or above this share of its cores has no room to start
+/// another pod promptly: the kubelet, its runtime and, on small clusters, the API server share
+/// those cores, so what a case then measures (start latency, when the kubelet's events arrive,
+/// probe timing) is the backlog podlife's own cases made, not the node's behaviour.
+const BUSY_SHARE: f64 = 0.9;
+
+/// The longest a case waits for room on a busy node (see `ApiHealth::must_wait`): when the node
+/// stays busy that long, its load is not the cases podlife finishes, and the case measures the
+/// node as it is.
+pub(crate) const ROOM_WAIT: Duration = Duration::from_secs(120);
+
+/// How old a node's last CPU reading may be to hold a case (or three reading periods, for a
+/// fleet whose period is longer).
+const READING_FRESH: Duration = Duration::from_secs(30);
+
+/// Whether a case about to start on a node waits for room: the node's latest reading
+/// (`cores`, `capacity`) is busy, some of podlife's cases run there (their end frees the room;
+/// without them the load is not podlife's to wait out), and it has not waited `ROOM_WAIT`.
+fn must_wait(reading: Option<(f64, f64)>, ours: usize, waited: Duration) -> bool {
+    reading.is_some_and(|(cores, capacity)| capacity > 0.0 && cores >= BUSY_SHARE * capacity)
+        && ours > 0
+        && waited < ROOM_WAIT
+}
+
 /// The period between two readings of every node.
 fn load_period(nodes: usize) -> Duration {
     LOAD_PERIOD.max(Duration::from_secs_f64(nodes as f64 / LOAD_REQUESTS_PER_SECOND))
@@ -94,11 +118,28 @@ struct LoadSample {
     cores: f64,
 }
 
+/// A live case of podlife's running on a node (see `ApiHealth::enter`).
+pub(crate) struct Running {
+    health: Arc<ApiHealth>,
+    node: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let mut ours = self.health.ours.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = ours.get_mut(&self.node) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct ApiHealth {
     outages: Mutex<Vec<Outage>>,
     kubelet_starts: Mutex<Vec<KubeletStart>>,
     loads: Mutex<Vec<LoadSample>>,
+    /// podlife's live cases running on each node (see `ApiHealth::enter`).
+    ours: Mutex<std::collections::BTreeMap<String, usize>>,
     /// Each node's CPU capacity, read once.
     capacity: Mutex<std::collections::BTreeMap<String, f64>>,
     /// A probe that fails is tried once more on a new connection, to tell a stalled connection
@@ -339,6 +380,66 @@ impl ApiHealth {
         })
     }
 
+    /// The node's latest CPU reading and its capacity, in cores; `None` when the last reading
+    /// is older than `READING_FRESH` (the kubelet stopped answering: its load is unknown).
+    fn latest(&self, node: &str) -> Option<(f64, f64)> {
+        let (capacity, nodes) = {
+            let c = self.capacity.lock().unwrap_or_else(|p| p.into_inner());
+            (*c.get(node)?, c.len())
+        };
+        let cores = {
+            let loads = self.loads.lock().unwrap_or_else(|p| p.into_inner());
+            let l = loads.iter().rev().find(|l| l.node == node)?;
+            let age = Timestamp::now().duration_since(l.at).unsigned_abs();
+            if age > READING_FRESH.max(3 * load_period(nodes)) {
+                return None;
+            }
+            l.cores
+        };
+        Some((cores, capacity))
+    }
+
+    /// The node a case's pod runs on when the run names it: its `--each-node` copy's, else the
+    /// only node the run reads loads of.
+    pub(crate) fn node_of<'a>(&self, pinned: Option<&'a str>) -> Option<std::borrow::Cow<'a, str>> {
+        if let Some(n) = pinned {
+            return Some(std::borrow::Cow::Borrowed(n));
+        }
+        let c = self.capacity.lock().unwrap_or_else(|p| p.into_inner());
+        match c.keys().collect::<Vec<_>>()[..] {
+            [only] => Some(std::borrow::Cow::Owned(only.clone())),
+            _ => None,
+        }
+    }
+
+    /// Whether a case that has waited `waited` for room on `node` waits on (see `must_wait`);
+    /// `Some((cores, capacity))` of the reading that holds it.
+    pub(crate) fn must_wait(&self, node: &str, waited: Duration) -> Option<(f64, f64)> {
+        let ours = self
+            .ours
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(node)
+            .copied()
+            .unwrap_or(0);
+        let reading = self.latest(node);
+        must_wait(reading, ours, waited).then_some(reading).flatten()
+    }
+
+    /// Counts a live case as running on `node` until the returned guard is dropped.
+    pub(crate) fn enter(self: &Arc<Self>, node: &str) -> Running {
+        *self
+            .ours
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(node.to_string())
+            .or_default() += 1;
+        Running {
+            health: self.clone(),
+            node: node.to_string(),
+        }
+    }
+
     /// The kubelet starts on `node` between `from` and `to`.
     pub(crate) fn kubelet_starts_between(&self, node: &str, from: Timestamp, to: Timestamp) -> Vec<KubeletStart> {
         let s = self.kubelet_starts.lock().unwrap_or_else(|p| p.into_inner());
@@ -408,6 +509,47 @@ fn summary_cores(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_case_waits_for_room_only_on_a_node_busy_with_podlifes_own_cases() {
+        let busy = Some((1.9, 2.0));
+        let s = Duration::from_secs;
+        assert!(must_wait(busy, 3, s(0)));
+        // Room: below 90 % of the cores.
+        assert!(!must_wait(Some((1.7, 2.0)), 3, s(0)));
+        // No reading, or no capacity known: nothing to wait for.
+        assert!(!must_wait(None, 3, s(0)));
+        assert!(!must_wait(Some((1.9, 0.0)), 3, s(0)));
+        // None of podlife's cases run there: the load is the node's own, measured as it is.
+        assert!(!must_wait(busy, 0, s(0)));
+        // Bounded.
+        assert!(must_wait(busy, 3, ROOM_WAIT - s(1)));
+        assert!(!must_wait(busy, 3, ROOM_WAIT));
+    }
+
+    #[test]
+    fn the_room_on_a_node_follows_its_latest_reading_and_podlifes_cases_there() {
+        let h = Arc::new(ApiHealth::default());
+        h.capacity.lock().unwrap().insert("vm".into(), 2.0);
+        let read = |cores: f64| {
+            h.loads.lock().unwrap().push(LoadSample {
+                node: "vm".into(),
+                at: Timestamp::now(),
+                cores,
+            })
+        };
+        read(1.95);
+        assert_eq!(h.must_wait("vm", Duration::ZERO), None, "no case of podlife's runs there");
+        let one = h.enter("vm");
+        assert_eq!(h.must_wait("vm", Duration::ZERO), Some((1.95, 2.0)));
+        read(1.2);
+        assert_eq!(h.must_wait("vm", Duration::ZERO), None, "the latest reading has room");
+        read(1.95);
+        drop(one);
+        assert_eq!(h.must_wait("vm", Duration::ZERO), None, "its case ended");
+        assert_eq!(h.node_of(None).as_deref(), Some("vm"), "the only node");
+        assert_eq!(h.node_of(Some("vm2")).as_deref(), Some("vm2"));
+    }
 
     #[test]
     fn a_summary_gives_the_nodes_cores_and_nothing_else_gives_any() {

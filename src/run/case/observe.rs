@@ -63,6 +63,11 @@ pub(super) async fn observe_case(
             }
         }
     };
+    // Room on the node, waited for with the start slot held and before the clock starts too.
+    let Some(_running) = room_on_node(env, case, &mut cancel).await else {
+        tasks.abort_all();
+        return Ok(interrupted(started, t0, Some(obs.finish())));
+    };
     let deadline = crate::util::after(case.timeout);
     if let Err(stop) = apply_all(api, second.as_ref(), case, env, &pod, &mut obs).await {
         return end_early(stop, &mut tasks, obs, started, t0);
@@ -129,6 +134,37 @@ pub(super) async fn observe_case(
     kubelet_restart_gaps(&mut loop_.obs, env);
     let tl = loop_.obs.finish();
     Ok(conclude(case, tl, step_failure, started, t0))
+}
+
+/// Waits while the node the case's pod runs on is busy with podlife's own cases (see
+/// `health::ApiHealth::must_wait`: bounded, and only where the run knows the node), then counts
+/// the case as running there until the returned guard is dropped. `None`: interrupted.
+async fn room_on_node(
+    env: &CaseEnv,
+    case: &LoadedCase,
+    cancel: &mut tokio::sync::watch::Receiver<bool>,
+) -> Option<Option<crate::run::health::Running>> {
+    let Some(h) = &env.api_health else { return Some(None) };
+    let Some(node) = h.node_of(env.node.as_deref()) else {
+        return Some(None);
+    };
+    let t = Instant::now();
+    let mut held = None;
+    while let Some(reading) = h.must_wait(&node, t.elapsed()) {
+        held = Some(reading);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = cancel.wait_for(|v| *v) => return None,
+        }
+    }
+    if let Some((cores, capacity)) = held {
+        eprintln!(
+            "    {}: waited {} for room on {node} ({cores:.2} of its {capacity} cores busy with podlife's cases)",
+            case.full_name(),
+            crate::util::fmt_secs(t.elapsed().as_secs_f64().round()),
+        );
+    }
+    Some(Some(h.enter(&node)))
 }
 
 /// How a live case's namespaces were not made ready: Ctrl-C, or a harness error.
