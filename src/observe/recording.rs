@@ -225,10 +225,7 @@ impl Recording {
     }
 
     fn observe(&self, inputs: impl Iterator<Item = Input>) -> Timeline {
-        let mut obs = Observer::new(
-            self.outcome.pod.as_deref(),
-            &format!("recording:{}", self.shown),
-        );
+        let mut obs = Observer::new(self.outcome.pod.as_deref(), &format!("recording:{}", self.shown));
         for i in inputs {
             obs.push(i);
         }

@@ -691,6 +691,25 @@ impl Timeline {
 
     /// True when no more changes are expected: the pod is gone, or it ended in a terminal phase
     /// with every container terminated.
+    /// The longest any event of the pod took to arrive after its own time (node clock; an
+    /// event's `lastTimestamp` is whole seconds, so this may exceed the true delay by up to
+    /// 1 s). The kubelet posts its events one at a time, and on a loaded node they queue behind
+    /// each other: an event it recorded as the pod settled can arrive this late too. Only
+    /// events of this observation count (their time not before `since`, less the time's
+    /// precision): an older one is a replayed or reused Event, or a node clock far behind.
+    pub(crate) fn event_delay(&self, since: Timestamp) -> std::time::Duration {
+        let since = since - jiff::SignedDuration::from_secs(1);
+        self.events
+            .iter()
+            .filter(|e| !e.coalesced && e.time.is_some_and(|t| t >= since))
+            .filter_map(|e| {
+                let d = e.received.duration_since(e.time?);
+                d.is_positive().then(|| d.unsigned_abs())
+            })
+            .max()
+            .unwrap_or_default()
+    }
+
     pub(crate) fn settled(&self) -> bool {
         if self.complete || self.deleted.is_some() {
             return true;
@@ -900,6 +919,28 @@ mod tests {
             coalesced: false,
             repeats,
         }
+    }
+
+    #[test]
+    fn the_event_delay_is_the_latest_arrival_after_the_events_own_time() {
+        let mut tl = Timeline::default();
+        let delay = |tl: &Timeline| tl.event_delay(at(0));
+        assert_eq!(delay(&tl), std::time::Duration::ZERO, "no event");
+        let ev = |time: i64, received: i64, coalesced: bool| EventOccurrence {
+            time: Some(at(time)),
+            received: at(received),
+            coalesced,
+            ..occurrence(1, 1)
+        };
+        tl.events = vec![ev(0, 2, false), ev(1, 5, false), ev(6, 6, false)];
+        assert_eq!(delay(&tl), std::time::Duration::from_secs(4));
+        // An event from before the observation (a replayed one) says nothing of this node's queue.
+        tl.events.push(ev(-100, 7, false));
+        assert_eq!(delay(&tl), std::time::Duration::from_secs(4));
+        // A node clock ahead of podlife's gives no negative delay; a coalesced delivery's
+        // receive time is only an upper bound, so it does not count.
+        tl.events = vec![ev(9, 5, false), ev(0, 30, true)];
+        assert_eq!(delay(&tl), std::time::Duration::ZERO);
     }
 
     #[test]

@@ -399,8 +399,8 @@ impl ApiHealth {
         Some((cores, capacity))
     }
 
-    /// The node a case's pod runs on when the run names it: its `--each-node` copy's, else the
-    /// only node the run reads loads of.
+    /// The node a case's pod runs on when the run names it (its `--each-node` copy's, or
+    /// `--node`), else the only node the run reads loads of.
     pub(crate) fn node_of<'a>(&self, pinned: Option<&'a str>) -> Option<std::borrow::Cow<'a, str>> {
         if let Some(n) = pinned {
             return Some(std::borrow::Cow::Borrowed(n));
@@ -539,7 +539,11 @@ mod tests {
             })
         };
         read(1.95);
-        assert_eq!(h.must_wait("vm", Duration::ZERO), None, "no case of podlife's runs there");
+        assert_eq!(
+            h.must_wait("vm", Duration::ZERO),
+            None,
+            "no case of podlife's runs there"
+        );
         let one = h.enter("vm");
         assert_eq!(h.must_wait("vm", Duration::ZERO), Some((1.95, 2.0)));
         read(1.2);

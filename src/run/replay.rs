@@ -137,12 +137,11 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
     let names = &opts.names;
     refuse_links(&dir).map_err(|link| ReplayFolderError::Link(names.name(&link)))?;
     let run_json = dir.join("recordings").join("run.json");
-    let text = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| {
-        ReplayFolderError::Unreadable {
+    let text =
+        crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| ReplayFolderError::Unreadable {
             file: names.name(&run_json),
             problem: e.problem,
-        }
-    })?;
+        })?;
     if let Some(text) = text {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|source| ReplayFolderError::RunJson {
             file: names.name(&run_json),

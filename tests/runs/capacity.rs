@@ -92,7 +92,7 @@ fn capacity_full_suite_on_a_fleet() {
     // objects those steps apply come from this checkout's `manifests/`; the pods still
     // replay the bundle's recordings, and their cost, not their verdicts, is measured here.
     copy_missing(Path::new("manifests"), &run.join("suites/manifests"));
-    let (suites, _) = podlife::suite::load_recorded_suites(&[run.join("suites")]).unwrap();
+    let (suites, _) = podlife::suite::load_recorded_suites(&[run.join("suites")], &Default::default()).unwrap();
     let all = live::cases_of(&suites);
     let cases: Vec<_> =
         all.iter()

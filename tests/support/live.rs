@@ -97,6 +97,7 @@ pub fn run_options(reports: &Path) -> RunOptions {
         durations: Default::default(),
         keep_on_failure: false,
         replay: None,
+        names: Default::default(),
         reports_dir: reports.to_path_buf(),
         junit: None,
         images: Default::default(),

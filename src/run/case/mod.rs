@@ -23,10 +23,10 @@ mod observe;
 mod replay;
 
 use observe::observe_case;
-pub(crate) use replay::{judge_timeline_file, replay_named};
 pub use replay::{
     TimelineFileError, incomplete_verdict, objects_verdict, read_timeline_file, replay_case, replay_recording,
 };
+pub(crate) use replay::{judge_timeline_file, replay_named};
 
 /// Shared state of a run that cases need.
 #[derive(Clone)]

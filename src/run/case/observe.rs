@@ -124,7 +124,11 @@ pub(super) async fn observe_case(
         }
     }
     if step_failure.is_none() {
-        let tail = crate::util::after(env.settle).min(deadline.max(Instant::now()));
+        // Events the kubelet recorded as the pod settled arrive as late as its earlier ones
+        // did: the tail waits that out too (a node whose clock or queue is further behind is
+        // judged on what arrived within `MAX_EVENT_DELAY`).
+        let late = loop_.obs.timeline().event_delay(started).min(MAX_EVENT_DELAY);
+        let tail = crate::util::after(env.settle + late).min(deadline.max(Instant::now()));
         let _ = loop_.run_until(tail, &mut cancel, "settle", |_| false).await;
     }
     closing_read(api, &mut loop_.obs, env, &pod_name).await;
@@ -145,7 +149,7 @@ async fn room_on_node(
     cancel: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Option<Option<crate::run::health::Running>> {
     let Some(h) = &env.api_health else { return Some(None) };
-    let Some(node) = h.node_of(env.node.as_deref()) else {
+    let Some(node) = h.node_of(env.node.as_deref().or(env.target.node.as_deref())) else {
         return Some(None);
     };
     let t = Instant::now();
@@ -166,6 +170,11 @@ async fn room_on_node(
     }
     Some(Some(h.enter(&node)))
 }
+
+/// The longest the observation's tail waits for the pod's late events (see
+/// `Timeline::event_delay`): a kubelet whose events come later than this is not busy but
+/// broken, or its clock is off, and its events are judged as they came.
+const MAX_EVENT_DELAY: Duration = Duration::from_secs(30);
 
 /// How a live case's namespaces were not made ready: Ctrl-C, or a harness error.
 enum Early {

@@ -320,10 +320,8 @@ fn read_timeline_named(path: &Path, names: &crate::files::Names) -> Result<Timel
         file: file(),
         problem: e.problem,
     })?;
-    let tl = serde_json::from_str::<Timeline>(&text).map_err(|source| TimelineFileError::NotTimeline {
-        file: file(),
-        source,
-    })?;
+    let tl = serde_json::from_str::<Timeline>(&text)
+        .map_err(|source| TimelineFileError::NotTimeline { file: file(), source })?;
     if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
         return Err(TimelineFileError::Format {
             file: file(),

@@ -128,7 +128,9 @@ fn containers_of(
     match check_pod(pod, c.images) {
         Ok(c) => Some(c),
         Err(msg) => {
-            let where_ = manifest_path.map(|m| format!("{}: ", ctx.names.name(m))).unwrap_or_default();
+            let where_ = manifest_path
+                .map(|m| format!("{}: ", ctx.names.name(m)))
+                .unwrap_or_default();
             ctx.err(&at, format!("{p}.{field}"), format!("{where_}{msg}"));
             None
         }
