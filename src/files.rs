@@ -239,6 +239,14 @@ pub(crate) fn is_within(root: &Path, path: &Path) -> bool {
 /// its members are named `<bundle>:<member>`, as `tar` lists them; every other file is named by
 /// the path it was given. Made by whoever knows where a tree came from (`bundle::Extracted`)
 /// and handed to what reads it: the suite loader, the recording reader, the replay.
+/// A file that could not be read, named as `Names` names it (see `Names::unreadable`).
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {problem}")]
+pub struct Unreadable {
+    pub file: String,
+    pub problem: Problem,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     /// The folder a bundle was unpacked into, and how the bundle is named.
@@ -250,6 +258,14 @@ impl Names {
     pub fn bundle(root: &Path, bundle: &Path) -> Names {
         Names {
             unpacked: Some((root.to_path_buf(), bundle.display().to_string())),
+        }
+    }
+
+    /// `e` with its file named as these names name it.
+    pub fn unreadable(&self, e: FileError) -> Unreadable {
+        Unreadable {
+            file: self.name(&e.path),
+            problem: e.problem,
         }
     }
 

@@ -209,11 +209,8 @@ pub enum SummaryError {
     NoRun(String),
     #[error("{file}: several runs, pick one: {}", runs.join(", "))]
     SeveralRuns { file: String, runs: Vec<String> },
-    #[error("{file}: {problem}")]
-    Unreadable {
-        file: String,
-        problem: crate::files::Problem,
-    },
+    #[error(transparent)]
+    Unreadable(#[from] crate::files::Unreadable),
     #[error("{file}: not a podlife summary: {source}")]
     NotSummary { file: String, source: serde_json::Error },
 }
@@ -255,10 +252,7 @@ pub(crate) fn load_summary_named(
             }
         }
     };
-    let text = crate::files::read_string(&file, crate::files::SUMMARY).map_err(|e| SummaryError::Unreadable {
-        file: names.name(&file),
-        problem: e.problem,
-    })?;
+    let text = crate::files::read_string(&file, crate::files::SUMMARY).map_err(|e| names.unreadable(e))?;
     let s: RunSummary = serde_json::from_str(&text).map_err(|source| SummaryError::NotSummary {
         file: names.name(&file),
         source,

@@ -115,11 +115,8 @@ pub(crate) enum ReplayFolderError {
         crate::util::printable(.0)
     )]
     Link(String),
-    #[error("{file}: {problem}")]
-    Unreadable {
-        file: String,
-        problem: crate::files::Problem,
-    },
+    #[error(transparent)]
+    Unreadable(#[from] crate::files::Unreadable),
     #[error("{file}: not a podlife run.json: {source}")]
     RunJson { file: String, source: serde_json::Error },
     #[error(transparent)]
@@ -137,11 +134,7 @@ pub(super) fn prepare_replay(opts: &mut RunOptions, cases: &[(Suite, LoadedCase)
     let names = &opts.names;
     refuse_links(&dir).map_err(|link| ReplayFolderError::Link(names.name(&link)))?;
     let run_json = dir.join("recordings").join("run.json");
-    let text =
-        crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| ReplayFolderError::Unreadable {
-            file: names.name(&run_json),
-            problem: e.problem,
-        })?;
+    let text = crate::files::read_string_opt(&run_json, crate::files::SUMMARY).map_err(|e| names.unreadable(e))?;
     if let Some(text) = text {
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|source| ReplayFolderError::RunJson {
             file: names.name(&run_json),

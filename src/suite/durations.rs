@@ -18,11 +18,8 @@ pub struct DurationsError {
 /// Why `durations.tsv` beside the suites cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DurationsFileError {
-    #[error("{path}: {problem}")]
-    Unreadable {
-        path: String,
-        problem: crate::files::Problem,
-    },
+    #[error(transparent)]
+    Unreadable(#[from] crate::files::Unreadable),
     #[error(transparent)]
     Parse(#[from] DurationsError),
 }
@@ -73,10 +70,7 @@ impl Durations {
         match crate::files::read_string_opt(&path, crate::files::LIST) {
             Ok(Some(text)) => Ok(Self::parse(&names.name(&path), &text)?),
             Ok(None) => Ok(Self::default()),
-            Err(e) => Err(DurationsFileError::Unreadable {
-                path: names.name(&path),
-                problem: e.problem,
-            }),
+            Err(e) => Err(names.unreadable(e).into()),
         }
     }
 

@@ -291,11 +291,8 @@ pub fn objects_verdict(case: &LoadedCase, tl: &Timeline) -> Option<Verdict> {
 /// naming the file (and the field). Files are named as `files::Names` names them.
 #[derive(Debug, thiserror::Error)]
 pub enum TimelineFileError {
-    #[error("{file}: {problem}")]
-    Unreadable {
-        file: String,
-        problem: crate::files::Problem,
-    },
+    #[error(transparent)]
+    Unreadable(#[from] crate::files::Unreadable),
     #[error(transparent)]
     Recording(#[from] crate::observe::recording::RecordingError),
     #[error("{file}: not a podlife timeline: {source}")]
@@ -316,10 +313,7 @@ pub fn read_timeline_file(path: &Path) -> Result<Timeline, TimelineFileError> {
 /// `read_timeline_file`, the file named in errors as `names` names it.
 fn read_timeline_named(path: &Path, names: &crate::files::Names) -> Result<Timeline, TimelineFileError> {
     let file = || names.name(path);
-    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| TimelineFileError::Unreadable {
-        file: file(),
-        problem: e.problem,
-    })?;
+    let text = crate::files::read_string(path, crate::files::TIMELINE).map_err(|e| names.unreadable(e))?;
     let tl = serde_json::from_str::<Timeline>(&text)
         .map_err(|source| TimelineFileError::NotTimeline { file: file(), source })?;
     if tl.format != crate::observe::timeline::TIMELINE_FORMAT {
