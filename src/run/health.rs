@@ -140,6 +140,8 @@ pub(crate) struct ApiHealth {
     loads: Mutex<Vec<LoadSample>>,
     /// podlife's live cases running on each node (see `ApiHealth::enter`).
     ours: Mutex<std::collections::BTreeMap<String, usize>>,
+    /// Woken at each round of load readings: what `wait_for_room` waits on.
+    readings: tokio::sync::Notify,
     /// Each node's CPU capacity, read once.
     capacity: Mutex<std::collections::BTreeMap<String, f64>>,
     /// A probe that fails is tried once more on a new connection, to tell a stalled connection
@@ -353,6 +355,7 @@ impl ApiHealth {
                 });
             }
         }
+        self.readings.notify_waiters();
     }
 
     /// The CPU `node` used between `from` and `to`: the readings inside, else the last one
@@ -424,6 +427,25 @@ impl ApiHealth {
             .unwrap_or(0);
         let reading = self.latest(node);
         must_wait(reading, ours, waited).then_some(reading).flatten()
+    }
+
+    /// Waits while `node` has no room (see `must_wait`), re-deciding at each round of readings
+    /// (or when the last reading grows stale). Returns the reading that held the case and how
+    /// long it waited, if it did.
+    pub(crate) async fn wait_for_room(&self, node: &str) -> Option<((f64, f64), Duration)> {
+        let t = tokio::time::Instant::now();
+        let mut held = None;
+        loop {
+            let next = self.readings.notified();
+            tokio::pin!(next);
+            // Registered before the decision, so a reading in between is not missed.
+            next.as_mut().enable();
+            let Some(reading) = self.must_wait(node, t.elapsed()) else {
+                return held.map(|r| (r, t.elapsed()));
+            };
+            held = Some(reading);
+            let _ = tokio::time::timeout(READING_FRESH, next).await;
+        }
     }
 
     /// Counts a live case as running on `node` until the returned guard is dropped.
@@ -553,6 +575,36 @@ mod tests {
         assert_eq!(h.must_wait("vm", Duration::ZERO), None, "its case ended");
         assert_eq!(h.node_of(None).as_deref(), Some("vm"), "the only node");
         assert_eq!(h.node_of(Some("vm2")).as_deref(), Some("vm2"));
+    }
+
+    #[tokio::test]
+    async fn a_case_waiting_for_room_goes_at_the_first_reading_with_room() {
+        let h = Arc::new(ApiHealth::default());
+        h.capacity.lock().unwrap().insert("vm".into(), 2.0);
+        let read = |cores: f64| {
+            h.loads.lock().unwrap().push(LoadSample {
+                node: "vm".into(),
+                at: Timestamp::now(),
+                cores,
+            });
+            h.readings.notify_waiters();
+        };
+        assert_eq!(h.wait_for_room("vm").await, None, "no reading: no wait");
+        read(1.95);
+        let _ours = h.enter("vm");
+        let waiter = tokio::spawn({
+            let h = h.clone();
+            async move { h.wait_for_room("vm").await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished(), "busy with podlife's case: it waits");
+        read(1.0);
+        let (reading, _) = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("woken by the reading")
+            .unwrap()
+            .expect("it waited");
+        assert_eq!(reading, (1.95, 2.0));
     }
 
     #[test]

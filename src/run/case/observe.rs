@@ -152,20 +152,15 @@ async fn room_on_node(
     let Some(node) = h.node_of(env.node.as_deref().or(env.target.node.as_deref())) else {
         return Some(None);
     };
-    let t = Instant::now();
-    let mut held = None;
-    while let Some(reading) = h.must_wait(&node, t.elapsed()) {
-        held = Some(reading);
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-            _ = cancel.wait_for(|v| *v) => return None,
-        }
-    }
-    if let Some((cores, capacity)) = held {
+    let held = tokio::select! {
+        held = h.wait_for_room(&node) => held,
+        _ = cancel.wait_for(|v| *v) => return None,
+    };
+    if let Some(((cores, capacity), waited)) = held {
         eprintln!(
             "    {}: waited {} for room on {node} ({cores:.2} of its {capacity} cores busy with podlife's cases)",
             case.full_name(),
-            crate::util::fmt_secs(t.elapsed().as_secs_f64().round()),
+            crate::util::fmt_secs(waited.as_secs_f64().round()),
         );
     }
     Some(Some(h.enter(&node)))
